@@ -1,0 +1,186 @@
+/**
+ * Big-endian primitives shared by every codec (SPEC §3): a growing {@link Encoder} and a
+ * bounds-checked {@link Decoder} whose every read throws {@link ProtocolError} instead of
+ * reading past its input.
+ */
+import { ErrorCode, ProtocolError } from './errors.js';
+
+/** Longest topic name in bytes; topic names become directory names (SPEC §2). */
+export const maxTopicNameBytes = 249;
+const topicPattern = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * Checks a topic name: 1 to 249 characters of `[A-Za-z0-9._-]`, and not `.` or `..`.
+ * @throws ProtocolError (InvalidTopic) naming the problem.
+ */
+export function validateTopic(topic: string): void {
+  if (topic.length === 0 || topic.length > maxTopicNameBytes || !topicPattern.test(topic) || topic === '.' || topic === '..') {
+    throw new ProtocolError(
+      ErrorCode.InvalidTopic,
+      `invalid topic name ${JSON.stringify(topic.slice(0, 300))}: 1-${maxTopicNameBytes} characters of [A-Za-z0-9._-], not "." or ".."`,
+    );
+  }
+}
+
+/** Builds a big-endian byte sequence; grows its buffer as needed. */
+export class Encoder {
+  private buf: Buffer;
+  private pos = 0;
+
+  /** @param initialBytes first buffer size in bytes */
+  constructor(initialBytes = 256) {
+    this.buf = Buffer.allocUnsafe(initialBytes);
+  }
+
+  private ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.pos + n) size *= 2;
+    const next = Buffer.allocUnsafe(size);
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+  }
+
+  /** Bytes written so far. */
+  get length(): number {
+    return this.pos;
+  }
+
+  writeInt8(v: number): this {
+    this.ensure(1);
+    this.pos = this.buf.writeInt8(v, this.pos);
+    return this;
+  }
+
+  writeInt16(v: number): this {
+    this.ensure(2);
+    this.pos = this.buf.writeInt16BE(v, this.pos);
+    return this;
+  }
+
+  writeInt32(v: number): this {
+    this.ensure(4);
+    this.pos = this.buf.writeInt32BE(v, this.pos);
+    return this;
+  }
+
+  /** Writes a safe-integer number as int64. */
+  writeInt64(v: number): this {
+    this.ensure(8);
+    this.pos = this.buf.writeBigInt64BE(BigInt(v), this.pos);
+    return this;
+  }
+
+  /** `int16 length | utf8 bytes`, Kafka 0.7's short string. */
+  writeString(s: string): this {
+    const n = Buffer.byteLength(s, 'utf8');
+    this.writeInt16(n);
+    this.ensure(n);
+    this.pos += this.buf.write(s, this.pos, 'utf8');
+    return this;
+  }
+
+  writeBytes(b: Uint8Array): this {
+    this.ensure(b.length);
+    this.buf.set(b, this.pos);
+    this.pos += b.length;
+    return this;
+  }
+
+  /** A view of the bytes written (not a copy). */
+  toBuffer(): Buffer {
+    return this.buf.subarray(0, this.pos);
+  }
+}
+
+/** Reads big-endian values from a buffer; every read past the end throws ProtocolError. */
+export class Decoder {
+  private pos: number;
+
+  constructor(
+    private readonly buf: Buffer,
+    offset = 0,
+    private readonly end = buf.length,
+  ) {
+    this.pos = offset;
+  }
+
+  /** Current read position in the underlying buffer. */
+  get offset(): number {
+    return this.pos;
+  }
+
+  /** Bytes left to read. */
+  get remaining(): number {
+    return this.end - this.pos;
+  }
+
+  private need(n: number, what: string): void {
+    if (n < 0 || this.pos + n > this.end) {
+      throw new ProtocolError(ErrorCode.InvalidRequest, `truncated input: ${what} needs ${n} bytes at position ${this.pos}, ${this.end - this.pos} left`);
+    }
+  }
+
+  readInt8(): number {
+    this.need(1, 'int8');
+    return this.buf.readInt8(this.pos++);
+  }
+
+  readInt16(): number {
+    this.need(2, 'int16');
+    const v = this.buf.readInt16BE(this.pos);
+    this.pos += 2;
+    return v;
+  }
+
+  readInt32(): number {
+    this.need(4, 'int32');
+    const v = this.buf.readInt32BE(this.pos);
+    this.pos += 4;
+    return v;
+  }
+
+  /** Reads an int64 as a number; throws when it is outside the safe-integer range. */
+  readInt64(): number {
+    this.need(8, 'int64');
+    const v = this.buf.readBigInt64BE(this.pos);
+    this.pos += 8;
+    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) {
+      throw new ProtocolError(ErrorCode.InvalidRequest, `int64 ${v} is outside the supported range of ±2^53`);
+    }
+    return Number(v);
+  }
+
+  /** `int16 length | utf8 bytes`; a negative length throws. */
+  readString(what = 'string'): string {
+    const n = this.readInt16();
+    if (n < 0) throw new ProtocolError(ErrorCode.InvalidRequest, `${what} has negative length ${n}`);
+    this.need(n, what);
+    const s = this.buf.toString('utf8', this.pos, this.pos + n);
+    this.pos += n;
+    return s;
+  }
+
+  /** A topic name, checked with {@link validateTopic}. */
+  readTopic(): string {
+    const topic = this.readString('topic');
+    validateTopic(topic);
+    return topic;
+  }
+
+  /** A view (not a copy) of the next `n` bytes. */
+  readBytes(n: number, what = 'bytes'): Buffer {
+    if (n < 0) throw new ProtocolError(ErrorCode.InvalidRequest, `${what} has negative length ${n}`);
+    this.need(n, what);
+    const b = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return b;
+  }
+
+  /** Throws unless every byte has been read. */
+  assertDone(what: string): void {
+    if (this.pos !== this.end) {
+      throw new ProtocolError(ErrorCode.InvalidRequest, `${what}: ${this.end - this.pos} unexpected trailing bytes`);
+    }
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Error codes carried in every response header (SPEC §3) and the typed error thrown by every
+ * decoder in this package.
+ *
+ * Codes 0 to 4 and −1 are Kafka 0.7's; 5 and up are klog's additions (docs/format.md lists them).
+ */
+export const ErrorCode = {
+  /** No error. */
+  None: 0,
+  /** An unexpected server error. */
+  Unknown: -1,
+  /** The requested offset is outside `[earliest, end]` of the partition. */
+  OffsetOutOfRange: 1,
+  /** A message failed its length, magic or CRC check. */
+  InvalidMessage: 2,
+  /** The partition does not exist on this broker. */
+  WrongPartition: 3,
+  /** The fetch size is negative or above the broker's limit. */
+  InvalidFetchSize: 4,
+  /** (klog) A message is larger than the broker's `max.message.bytes`. */
+  MessageSizeTooLarge: 5,
+  /** (klog) The request body could not be decoded. */
+  InvalidRequest: 6,
+  /** (klog) The request type is not one this broker serves. */
+  UnknownRequestType: 7,
+  /** (klog) A fetch offset is not the start of a message. */
+  InvalidMessageOffset: 8,
+  /** (klog) A topic name is empty, too long, or has characters outside `[A-Za-z0-9._-]`. */
+  InvalidTopic: 9,
+} as const;
+
+/** One of the values of {@link ErrorCode}. */
+export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+const names = new Map<number, string>(Object.entries(ErrorCode).map(([k, v]) => [v, k]));
+
+/** The name of an error code (`"OffsetOutOfRange"`), or `"Unknown(<code>)"` for a code klog does not define. */
+export function errorCodeName(code: number): string {
+  return names.get(code) ?? `Unknown(${code})`;
+}
+
+/**
+ * Thrown by every decoder in @klog/protocol when bytes do not form what was expected:
+ * truncated input, a negative or oversized length, a bad magic byte, a bad CRC, an unknown
+ * request type. `code` is the wire error code a broker answers with.
+ */
+export class ProtocolError extends Error {
+  override readonly name = 'ProtocolError';
+  constructor(
+    /** The wire error code that describes the problem (usually InvalidRequest or InvalidMessage). */
+    readonly code: ErrorCodeValue,
+    message: string,
+  ) {
+    super(message);
+  }
+}

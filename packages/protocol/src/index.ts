@@ -1,0 +1,10 @@
+/**
+ * @klog/protocol: klog's bytes. Messages and message sets (SPEC §1), request and response
+ * codecs (SPEC §3), error codes. Pure: no I/O. docs/format.md documents every layout.
+ */
+export * from './codec.js';
+export * from './errors.js';
+export * from './frame.js';
+export * from './message.js';
+export * from './message-set.js';
+export * from './requests/index.js';

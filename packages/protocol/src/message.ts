@@ -1,0 +1,138 @@
+/**
+ * One message, as it is on disk and on the wire (SPEC §1, the paper §3.1):
+ *
+ * ```
+ * Message => length magic attributes crc payload
+ *   length     int32  bytes that follow this field (6 + payload bytes)
+ *   magic      int8   format version, 1
+ *   attributes int8   bits 0-1: compression codec (0 none, 1 gzip, 2 snappy)
+ *   crc        uint32 CRC-32 (IEEE) of the payload
+ *   payload    bytes  length - 6 bytes
+ * ```
+ */
+import { crc32 } from 'node:zlib';
+import { ErrorCode, ProtocolError } from './errors.js';
+
+/** Bytes of the length field. */
+export const lengthFieldBytes = 4;
+/** Bytes after the length field and before the payload: magic, attributes, crc. */
+export const messageHeaderBytes = 6;
+/** Bytes a message takes beyond its payload (length + header): 10. */
+export const messageOverheadBytes = lengthFieldBytes + messageHeaderBytes;
+/** The only magic byte klog writes and accepts. */
+export const currentMagic = 1;
+/** Mask of the compression codec bits in `attributes`. */
+export const compressionCodecMask = 0x03;
+
+/** Compression codec numbers stored in `attributes` bits 0-1. */
+export const CompressionCodec = { None: 0, Gzip: 1, Snappy: 2 } as const;
+
+/** A decoded message; `payload` is a view on the buffer it was decoded from, not a copy. */
+export interface Message {
+  /** Format version (always 1). */
+  readonly magic: number;
+  /** Raw attributes byte. */
+  readonly attributes: number;
+  /** CRC-32 (IEEE) of the payload, as stored. */
+  readonly crc: number;
+  /** The message body. */
+  readonly payload: Buffer;
+}
+
+/** CRC-32 (IEEE 802.3) of `bytes`, as an unsigned 32-bit number; zlib's implementation. */
+export function crc32Ieee(bytes: Uint8Array): number {
+  return crc32(bytes) >>> 0;
+}
+
+/** Bytes one message with a payload of `payloadBytes` takes on disk. */
+export function messageSizeInBytes(payloadBytes: number): number {
+  return messageOverheadBytes + payloadBytes;
+}
+
+/**
+ * Writes one message with `payload` into `target` at `position`.
+ * @returns the position just past the message.
+ * @throws RangeError when `target` is too small.
+ */
+export function writeMessage(target: Buffer, position: number, payload: Uint8Array, attributes = 0): number {
+  let p = target.writeInt32BE(messageHeaderBytes + payload.length, position);
+  p = target.writeUInt8(currentMagic, p);
+  p = target.writeUInt8(attributes & 0xff, p);
+  p = target.writeUInt32BE(crc32Ieee(payload), p);
+  target.set(payload, p);
+  return p + payload.length;
+}
+
+/** Encodes one message into a new buffer of `10 + payload.length` bytes. */
+export function encodeMessage(payload: Uint8Array, attributes = 0): Buffer {
+  const buf = Buffer.allocUnsafe(messageSizeInBytes(payload.length));
+  writeMessage(buf, 0, payload, attributes);
+  return buf;
+}
+
+/** What {@link checkMessageAt} found at a position. */
+export type MessageCheck =
+  /** A whole valid message of `size` bytes (length field included). */
+  | { readonly status: 'valid'; readonly size: number }
+  /** The bytes end before the message does: fewer than 4 bytes, or fewer than `4 + length`. */
+  | { readonly status: 'partial'; readonly size?: number }
+  /** The bytes cannot be a message: bad length, magic or CRC, or (`tooLarge`) over the size limit. */
+  | { readonly status: 'invalid'; readonly reason: string; readonly tooLarge?: boolean };
+
+/**
+ * Checks the message that starts at `position` of `buf[0, end)` without allocating: length,
+ * magic and, when `verifyCrc`, the CRC. A length below 6, a length above `maxMessageBytes + 6`
+ * when given, or an unknown magic byte is invalid even when the bytes are cut short.
+ */
+export function checkMessageAt(
+  buf: Buffer,
+  position: number,
+  end = buf.length,
+  verifyCrc = true,
+  maxMessageBytes?: number,
+): MessageCheck {
+  if (end - position < lengthFieldBytes) return { status: 'partial' };
+  const length = buf.readInt32BE(position);
+  if (length < messageHeaderBytes) {
+    return { status: 'invalid', reason: `length ${length} is below the ${messageHeaderBytes}-byte header` };
+  }
+  if (maxMessageBytes !== undefined && length - messageHeaderBytes > maxMessageBytes) {
+    return {
+      status: 'invalid',
+      reason: `payload of ${length - messageHeaderBytes} bytes is over max.message.bytes ${maxMessageBytes}`,
+      tooLarge: true,
+    };
+  }
+  if (end - position >= lengthFieldBytes + 1) {
+    const magic = buf[position + lengthFieldBytes];
+    if (magic !== currentMagic) return { status: 'invalid', reason: `magic byte ${magic}, expected ${currentMagic}` };
+  }
+  const size = lengthFieldBytes + length;
+  if (end - position < size) return { status: 'partial', size };
+  if (verifyCrc) {
+    const stored = buf.readUInt32BE(position + 6);
+    const actual = crc32Ieee(buf.subarray(position + messageOverheadBytes, position + size));
+    if (stored !== actual) {
+      return { status: 'invalid', reason: `CRC mismatch: stored ${stored.toString(16)}, computed ${actual.toString(16)}` };
+    }
+  }
+  return { status: 'valid', size };
+}
+
+/**
+ * Decodes the whole, valid message at `position` (a view, not a copy).
+ * @throws ProtocolError (InvalidMessage) when the bytes there are not one whole valid message.
+ */
+export function decodeMessageAt(buf: Buffer, position = 0, end = buf.length): Message {
+  const check = checkMessageAt(buf, position, end);
+  if (check.status !== 'valid') {
+    const why = check.status === 'partial' ? 'message is truncated' : check.reason;
+    throw new ProtocolError(ErrorCode.InvalidMessage, `invalid message at position ${position}: ${why}`);
+  }
+  return {
+    magic: buf[position + 4]!,
+    attributes: buf[position + 5]!,
+    crc: buf.readUInt32BE(position + 6),
+    payload: buf.subarray(position + messageOverheadBytes, position + check.size),
+  };
+}

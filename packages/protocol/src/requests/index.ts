@@ -1,0 +1,54 @@
+/**
+ * Decoding of any request frame into a typed request (SPEC §3); one module per request type
+ * beside this file.
+ */
+import type { Decoder } from '../codec.js';
+import { ErrorCode, ProtocolError } from '../errors.js';
+import { openFrame, RequestType } from '../frame.js';
+import { decodeFetchRequest, decodeMultiFetchRequest, type FetchRequest } from './fetch.js';
+import { decodeOffsetsRequest, type OffsetsRequest } from './offsets.js';
+import { decodeMultiProduceRequest, decodeProduceRequest, type PartitionMessages } from './produce.js';
+import { decodeProduceAckRequest, type ProduceAckRequest } from './produce-ack.js';
+
+export * from './fetch.js';
+export * from './offsets.js';
+export * from './produce.js';
+export * from './produce-ack.js';
+
+/** Any decoded request, tagged by its type. */
+export type Request =
+  | { readonly type: typeof RequestType.Produce; readonly produce: PartitionMessages }
+  | { readonly type: typeof RequestType.MultiProduce; readonly produces: PartitionMessages[] }
+  | { readonly type: typeof RequestType.Fetch; readonly fetch: FetchRequest }
+  | { readonly type: typeof RequestType.MultiFetch; readonly fetches: FetchRequest[] }
+  | { readonly type: typeof RequestType.Offsets; readonly offsets: OffsetsRequest }
+  | { readonly type: typeof RequestType.ProduceAck; readonly produceAck: ProduceAckRequest };
+
+/**
+ * Decodes one request frame (the bytes after the size prefix: `type int16 | body`).
+ * @throws ProtocolError: UnknownRequestType for a type klog does not serve, InvalidRequest,
+ *   InvalidTopic or WrongPartition for a malformed body. Never anything else.
+ */
+export function decodeRequest(frame: Buffer): Request {
+  const { head: type, body } = openFrame(frame);
+  return decodeBody(type, body);
+}
+
+function decodeBody(type: number, d: Decoder): Request {
+  switch (type) {
+    case RequestType.Produce:
+      return { type, produce: decodeProduceRequest(d) };
+    case RequestType.MultiProduce:
+      return { type, produces: decodeMultiProduceRequest(d) };
+    case RequestType.Fetch:
+      return { type, fetch: decodeFetchRequest(d) };
+    case RequestType.MultiFetch:
+      return { type, fetches: decodeMultiFetchRequest(d) };
+    case RequestType.Offsets:
+      return { type, offsets: decodeOffsetsRequest(d) };
+    case RequestType.ProduceAck:
+      return { type, produceAck: decodeProduceAckRequest(d) };
+    default:
+      throw new ProtocolError(ErrorCode.UnknownRequestType, `unknown request type ${type}`);
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * (klog) PRODUCE_ACK (type 5): an acknowledged produce of one or more partitions. The broker
+ * answers once every message set has been appended (acks 1) or appended and flushed to disk
+ * (acks 2), with where each set landed.
+ *
+ * ```
+ * ProduceAckRequest  => acks int16 | count int16 | count x (topic partition messageSetSize messageSet)
+ *   acks  1: answer after the append; 2: answer after the append and its flush (fsync)
+ * ProduceAckResponse => errorCode int16 | count int16 | count x PartitionResult
+ *   PartitionResult  => topic partition int32 errorCode int16 offset int64 nextOffset int64
+ *     offset     log offset of the set's first message (-1 on error)
+ *     nextOffset log end offset after the set (-1 on error)
+ * ```
+ */
+import type { Decoder } from '../codec.js';
+import { ErrorCode, ProtocolError, type ErrorCodeValue } from '../errors.js';
+import { encodeFrame, RequestType } from '../frame.js';
+import { readCount, readPartition, readPartitionMessages, writePartitionMessages, type PartitionMessages } from './produce.js';
+
+/** When the broker answers an acknowledged produce: 1 after append, 2 after append and flush. */
+export const AckLevel = { Appended: 1, Flushed: 2 } as const;
+/** One of the values of {@link AckLevel}. */
+export type AckLevelValue = (typeof AckLevel)[keyof typeof AckLevel];
+
+/** A PRODUCE_ACK request. */
+export interface ProduceAckRequest {
+  readonly acks: AckLevelValue;
+  readonly partitions: readonly PartitionMessages[];
+}
+
+/** Where one partition's message set landed, or why it did not. */
+export interface ProduceAckResult {
+  readonly topic: string;
+  readonly partition: number;
+  readonly errorCode: ErrorCodeValue;
+  /** Log offset of the set's first message; −1 on error. */
+  readonly offset: number;
+  /** Log end offset just after the set; −1 on error. */
+  readonly nextOffset: number;
+}
+
+/** Encodes a framed PRODUCE_ACK request. */
+export function encodeProduceAckRequest(r: ProduceAckRequest): Buffer {
+  const bytes = r.partitions.reduce((n, p) => n + p.messages.length + 64, 64);
+  return encodeFrame(
+    RequestType.ProduceAck,
+    (e) => {
+      e.writeInt16(r.acks).writeInt16(r.partitions.length);
+      for (const p of r.partitions) writePartitionMessages(e, p);
+    },
+    bytes,
+  );
+}
+
+/** Decodes a PRODUCE_ACK body (after the type). @throws ProtocolError */
+export function decodeProduceAckRequest(d: Decoder): ProduceAckRequest {
+  const acks = d.readInt16();
+  if (acks !== AckLevel.Appended && acks !== AckLevel.Flushed) {
+    throw new ProtocolError(ErrorCode.InvalidRequest, `acks ${acks} is not 1 (appended) or 2 (flushed)`);
+  }
+  const count = readCount(d, 'produce-ack', 1);
+  const partitions: PartitionMessages[] = [];
+  for (let i = 0; i < count; i++) partitions.push(readPartitionMessages(d));
+  d.assertDone('produce-ack request');
+  return { acks, partitions };
+}
+
+/** Encodes a framed PRODUCE_ACK response (top-level error code 0). */
+export function encodeProduceAckResponse(results: readonly ProduceAckResult[]): Buffer {
+  return encodeFrame(ErrorCode.None, (e) => {
+    e.writeInt16(results.length);
+    for (const r of results) {
+      e.writeString(r.topic).writeInt32(r.partition).writeInt16(r.errorCode).writeInt64(r.offset).writeInt64(r.nextOffset);
+    }
+  });
+}
+
+/** Decodes a PRODUCE_ACK response body (after the error code). @throws ProtocolError */
+export function decodeProduceAckResponse(d: Decoder): ProduceAckResult[] {
+  const count = readCount(d, 'produce-ack response');
+  const out: ProduceAckResult[] = [];
+  for (let i = 0; i < count; i++) {
+    const topic = d.readTopic();
+    const partition = readPartition(d);
+    const errorCode = d.readInt16() as ErrorCodeValue;
+    out.push({ topic, partition, errorCode, offset: d.readInt64(), nextOffset: d.readInt64() });
+  }
+  d.assertDone('produce-ack response');
+  return out;
+}
