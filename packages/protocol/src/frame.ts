@@ -18,6 +18,8 @@ export const RequestType = {
   Offsets: 4,
   /** (klog) a produce answered once appended, or once flushed. */
   ProduceAck: 5,
+  /** (klog) the partition count of topics on a broker. */
+  Metadata: 6,
 } as const;
 
 /** One of the values of {@link RequestType}. */

@@ -6,11 +6,13 @@ import type { Decoder } from '../codec.js';
 import { ErrorCode, ProtocolError } from '../errors.js';
 import { openFrame, RequestType } from '../frame.js';
 import { decodeFetchRequest, decodeMultiFetchRequest, type FetchRequest } from './fetch.js';
+import { decodeMetadataRequest } from './metadata.js';
 import { decodeOffsetsRequest, type OffsetsRequest } from './offsets.js';
 import { decodeMultiProduceRequest, decodeProduceRequest, type PartitionMessages } from './produce.js';
 import { decodeProduceAckRequest, type ProduceAckRequest } from './produce-ack.js';
 
 export * from './fetch.js';
+export * from './metadata.js';
 export * from './offsets.js';
 export * from './produce.js';
 export * from './produce-ack.js';
@@ -22,7 +24,8 @@ export type Request =
   | { readonly type: typeof RequestType.Fetch; readonly fetch: FetchRequest }
   | { readonly type: typeof RequestType.MultiFetch; readonly fetches: FetchRequest[] }
   | { readonly type: typeof RequestType.Offsets; readonly offsets: OffsetsRequest }
-  | { readonly type: typeof RequestType.ProduceAck; readonly produceAck: ProduceAckRequest };
+  | { readonly type: typeof RequestType.ProduceAck; readonly produceAck: ProduceAckRequest }
+  | { readonly type: typeof RequestType.Metadata; readonly topics: string[] };
 
 /**
  * Decodes one request frame (the bytes after the size prefix: `type int16 | body`).
@@ -48,6 +51,8 @@ function decodeBody(type: number, d: Decoder): Request {
       return { type, offsets: decodeOffsetsRequest(d) };
     case RequestType.ProduceAck:
       return { type, produceAck: decodeProduceAckRequest(d) };
+    case RequestType.Metadata:
+      return { type, topics: decodeMetadataRequest(d) };
     default:
       throw new ProtocolError(ErrorCode.UnknownRequestType, `unknown request type ${type}`);
   }
