@@ -1,1 +1,7 @@
-export {};
+/**
+ * @klog/broker: the klog broker (the paper §3, SPEC §3 and §6) as a library; `klog-broker`
+ * (main.ts) is its command line.
+ */
+export { startBroker, type Broker } from './server.js';
+export { ConfigError, defaultBrokerConfig, readPropertiesFile, resolveConfig, type BrokerConfig } from './config.js';
+export { BrokerMetrics } from './metrics.js';

@@ -1,1 +1,12 @@
-export {};
+/**
+ * @klog/storage: klog's log on disk (SPEC §2). Segments named by byte offset, one log per
+ * partition, flush by count or time with reads limited to the flushed end, retention by age
+ * and size, recovery of the last segment after an unclean shutdown.
+ */
+export * from './config.js';
+export * from './errors.js';
+export * from './log.js';
+export * from './log-manager.js';
+export * from './recovery.js';
+export * from './segment.js';
+export * from './segment-list.js';

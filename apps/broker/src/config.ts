@@ -1,0 +1,152 @@
+/**
+ * The broker's configuration (SPEC §2, §6): defaults, a `--config` properties file, flags on
+ * top. Every limit carries its unit in its name.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseProperties } from 'dot-properties';
+import { defaultMaxRequestBytes } from '@klog/protocol';
+
+/** Everything a broker is started with. */
+export interface BrokerConfig {
+  /** This broker's id in a cluster (`broker.id`). */
+  brokerId: number;
+  /** Address to listen on (`host`); default 127.0.0.1. */
+  host: string;
+  /** TCP port (`port`); 0 picks a free port, which the broker logs. Default 9092. */
+  port: number;
+  /** Directory of the partition logs (`log.dir`). */
+  logDir: string;
+  /** ZooKeeper connect string (`zookeeper.connect`); absent: standalone broker. */
+  zookeeper?: string;
+  /** Partitions of an auto-created topic (`num.partitions`); default 1. */
+  numPartitions: number;
+  /** Segment size in bytes before a roll (`segment.bytes`); default 1 GiB. */
+  segmentBytes: number;
+  /** Unflushed messages that force a flush (`flush.messages`); default 500. */
+  flushMessages: number;
+  /** Most ms a message stays unflushed (`flush.ms`); default 1000. */
+  flushIntervalMs: number;
+  /** Age in ms of a segment's last write after which retention deletes it (`retention.ms`, or `retention.hours`); default 168 h. */
+  retentionMs: number;
+  /** Most bytes a partition keeps, −1 for no limit (`retention.bytes`); default −1. */
+  retentionBytes: number;
+  /** How often retention runs, in ms (`retention.check.interval.ms`); default 300000. */
+  retentionCheckIntervalMs: number;
+  /** Largest payload in bytes a message may have (`max.message.bytes`); default 1000000. */
+  maxMessageBytes: number;
+  /** Largest request frame in bytes (`max.request.bytes`); default 100 MiB. */
+  maxRequestBytes: number;
+  /** Largest `maxBytes` a fetch may ask for (`max.fetch.bytes`); default 100 MiB. */
+  maxFetchBytes: number;
+}
+
+/** The defaults of every setting but `logDir`. */
+export const defaultBrokerConfig: Omit<BrokerConfig, 'logDir'> = {
+  brokerId: 0,
+  host: '127.0.0.1',
+  port: 9092,
+  numPartitions: 1,
+  segmentBytes: 1024 * 1024 * 1024,
+  flushMessages: 500,
+  flushIntervalMs: 1000,
+  retentionMs: 168 * 3600 * 1000,
+  retentionBytes: -1,
+  retentionCheckIntervalMs: 300_000,
+  maxMessageBytes: 1_000_000,
+  maxRequestBytes: defaultMaxRequestBytes,
+  maxFetchBytes: defaultMaxRequestBytes,
+};
+
+/** A configuration value that is missing or not of its kind; its message names the setting. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+type NumericKey = { [K in keyof BrokerConfig]-?: BrokerConfig[K] extends number ? K : never }[keyof BrokerConfig];
+
+/** Each setting's properties-file key; `retention.hours` is handled apart (it scales to ms). */
+const propertyKeys: Record<string, keyof BrokerConfig> = {
+  'broker.id': 'brokerId',
+  brokerid: 'brokerId',
+  host: 'host',
+  hostname: 'host',
+  port: 'port',
+  'log.dir': 'logDir',
+  'zookeeper.connect': 'zookeeper',
+  'num.partitions': 'numPartitions',
+  'segment.bytes': 'segmentBytes',
+  'flush.messages': 'flushMessages',
+  'flush.ms': 'flushIntervalMs',
+  'retention.ms': 'retentionMs',
+  'retention.bytes': 'retentionBytes',
+  'retention.check.interval.ms': 'retentionCheckIntervalMs',
+  'max.message.bytes': 'maxMessageBytes',
+  'max.request.bytes': 'maxRequestBytes',
+  'max.fetch.bytes': 'maxFetchBytes',
+};
+
+/** Smallest value of each numeric setting. */
+const minimums: Record<NumericKey, number> = {
+  brokerId: 0,
+  port: 0,
+  numPartitions: 1,
+  segmentBytes: 64,
+  flushMessages: 1,
+  flushIntervalMs: 1,
+  retentionMs: 1,
+  retentionBytes: -1,
+  retentionCheckIntervalMs: 10,
+  maxMessageBytes: 0,
+  maxRequestBytes: 16,
+  maxFetchBytes: 1,
+};
+
+/**
+ * Parses a setting's text as an integer of at least its minimum.
+ * @throws ConfigError naming the setting and the value seen
+ */
+export function parseSetting(key: NumericKey, text: string, source: string): number {
+  const value = Number(text.trim());
+  if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < minimums[key]) {
+    throw new ConfigError(`${source}: expected an integer >= ${minimums[key]}, got ${JSON.stringify(text)}`);
+  }
+  if (key === 'port' && value > 65535) throw new ConfigError(`${source}: port ${value} is above 65535`);
+  return value;
+}
+
+/**
+ * Reads a Java-style properties file into broker settings (keys as in {@link propertyKeys},
+ * plus `retention.hours`). Unknown keys are an error, so a typo does not go unnoticed.
+ * @throws ConfigError for an unreadable file, an unknown key or a bad value
+ */
+export function readPropertiesFile(path: string): Partial<BrokerConfig> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`);
+  }
+  const out: Partial<BrokerConfig> = {};
+  for (const [key, value] of Object.entries(parseProperties(text))) {
+    if (typeof value !== 'string') continue;
+    if (key === 'retention.hours') {
+      out.retentionMs = parseSetting('retentionMs', value, `${path}: retention.hours`) * 3600 * 1000;
+      continue;
+    }
+    const setting = propertyKeys[key];
+    if (setting === undefined) throw new ConfigError(`${path}: unknown setting ${JSON.stringify(key)}`);
+    if (setting === 'host' || setting === 'logDir' || setting === 'zookeeper') out[setting] = value;
+    else out[setting] = parseSetting(setting, value, `${path}: ${key}`);
+  }
+  return out;
+}
+
+/**
+ * Fills in defaults.
+ * @throws ConfigError when `logDir` is missing
+ */
+export function resolveConfig(partial: Partial<BrokerConfig>): BrokerConfig {
+  const config = { ...defaultBrokerConfig, ...partial } as BrokerConfig;
+  if (!config.logDir) throw new ConfigError('a log dir is required (--log-dir or log.dir)');
+  return config;
+}

@@ -1,0 +1,52 @@
+/**
+ * Dispatch of one request frame to its handler (SPEC §3). Never throws: a frame that does not
+ * decode gets an error response, except a fire-and-forget PRODUCE, which has no response and
+ * is logged instead.
+ */
+import { ErrorCode, ProtocolError, RequestType, decodeRequest, encodeErrorResponse, errorCodeName } from '@klog/protocol';
+import type { BrokerContext } from './context.js';
+import { handleFetch, handleMultiFetch } from './fetch.js';
+import { handleMetadata } from './metadata.js';
+import { handleOffsets } from './offsets.js';
+import { handleProduce, handleProduceAck } from './produce.js';
+
+export type { BrokerContext } from './context.js';
+
+const typeNames = new Map<number, string>(Object.entries(RequestType).map(([k, v]) => [v, k]));
+
+/**
+ * Handles one frame (`type int16 | body`).
+ * @returns the response as buffers to write in order, or `undefined` when the request has no response
+ */
+export async function handleRequest(ctx: BrokerContext, frame: Buffer): Promise<Buffer[] | undefined> {
+  const type = frame.length >= 2 ? frame.readInt16BE(0) : -1;
+  ctx.metrics.request(typeNames.get(type) ?? 'Unknown');
+  let request;
+  try {
+    request = decodeRequest(frame);
+  } catch (err) {
+    const code = err instanceof ProtocolError ? err.code : ErrorCode.InvalidRequest;
+    ctx.metrics.error(errorCodeName(code));
+    ctx.logger.warn({ type, bytes: frame.length, code: errorCodeName(code), err: (err as Error).message }, 'malformed request');
+    if (type === RequestType.Produce || type === RequestType.MultiProduce) return undefined;
+    return [encodeErrorResponse(code)];
+  }
+  switch (request.type) {
+    case RequestType.Produce:
+      handleProduce(ctx, [request.produce]);
+      return undefined;
+    case RequestType.MultiProduce:
+      handleProduce(ctx, request.produces);
+      return undefined;
+    case RequestType.ProduceAck:
+      return [await handleProduceAck(ctx, request.produceAck)];
+    case RequestType.Fetch:
+      return handleFetch(ctx, request.fetch);
+    case RequestType.MultiFetch:
+      return handleMultiFetch(ctx, request.fetches);
+    case RequestType.Offsets:
+      return [handleOffsets(ctx, request.offsets)];
+    case RequestType.Metadata:
+      return [handleMetadata(ctx, request.topics)];
+  }
+}

@@ -1,0 +1,16 @@
+/**
+ * OFFSETS (the paper §3.1, Kafka 0.7's getOffsetsBefore): segment start offsets before a time,
+ * newest first; −1 the latest (flushed) offset, −2 the earliest.
+ */
+import { ErrorCode, OffsetTime, encodeErrorResponse, encodeOffsetsResponse, type OffsetsRequest } from '@klog/protocol';
+import type { BrokerContext } from './context.js';
+
+/** The framed OFFSETS response. A topic nobody has produced to is an empty log at 0. */
+export function handleOffsets(ctx: BrokerContext, r: OffsetsRequest): Buffer {
+  const count = ctx.logs.partitionCount(r.topic);
+  if (count === undefined) {
+    return encodeOffsetsResponse(r.time === OffsetTime.Latest || r.time === OffsetTime.Earliest ? [0] : []);
+  }
+  if (r.partition >= count) return encodeErrorResponse(ErrorCode.WrongPartition);
+  return encodeOffsetsResponse(ctx.logs.getOrCreateLog(r.topic, r.partition).offsetsBefore(r.time, r.maxOffsets));
+}

@@ -1,0 +1,232 @@
+/**
+ * All partition logs of a broker under one directory (SPEC §2): `LOG_DIR/<topic>-<partition>/`.
+ * Loads them on start (recovering after an unclean shutdown), creates topics on first use,
+ * runs retention on a timer, and marks a clean shutdown on close.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
+import { InvalidTopicError, isValidTopicName, LogClosedError, WrongPartitionError } from './errors.js';
+import { Log } from './log.js';
+
+/**
+ * Name of the file `close()` writes in the log directory. When present on start, the last
+ * segments are trusted without a scan; it is removed on start so that a later crash is noticed.
+ */
+export const cleanShutdownFileName = '.klog_cleanshutdown';
+
+/** Settings of a {@link LogManager}: the per-log settings plus where and how often. */
+export interface LogManagerConfig extends LogConfig {
+  /** Directory holding one `<topic>-<partition>` directory per partition; created when missing. */
+  logDir: string;
+  /** Partitions of a topic created on first use; default 1. */
+  numPartitions: number;
+  /** How often retention runs, in ms; default 300 000 (5 minutes). */
+  retentionCheckIntervalMs: number;
+  /** Where log entries go (pino fits); default: nowhere. */
+  logger?: StorageLogger;
+}
+
+/** `LogManagerConfig` defaults, `logDir` aside. */
+export const defaultLogManagerConfig: Readonly<Omit<LogManagerConfig, 'logDir' | 'logger'>> = Object.freeze({
+  ...defaultLogConfig,
+  numPartitions: 1,
+  retentionCheckIntervalMs: 300_000,
+});
+
+/** `{ topic, partition }` from a partition directory name, split at the last '-'; `undefined` if it does not parse. */
+export function parsePartitionDirName(name: string): { topic: string; partition: number } | undefined {
+  const dash = name.lastIndexOf('-');
+  if (dash <= 0) return undefined;
+  const topic = name.slice(0, dash);
+  const digits = name.slice(dash + 1);
+  if (!/^(0|[1-9]\d{0,8})$/.test(digits) || !isValidTopicName(topic)) return undefined;
+  return { topic, partition: Number(digits) };
+}
+
+/** The partition logs of one broker. Create with {@link LogManager.open}. */
+export class LogManager {
+  /** Settings in force (defaults filled in). */
+  readonly config: Readonly<LogManagerConfig>;
+  /** Topic → partition count. */
+  readonly #topics = new Map<string, number>();
+  /** `<topic>-<partition>` → open log. */
+  readonly #logs = new Map<string, Log>();
+  /** Runs retention every `retentionCheckIntervalMs` (unref'd). */
+  #retentionTimer: NodeJS.Timeout | undefined;
+  #closed = false;
+  readonly #logger: StorageLogger;
+
+  private constructor(config: LogManagerConfig) {
+    this.config = config;
+    this.#logger = config.logger ?? silentLogger;
+  }
+
+  /**
+   * Creates `logDir` if needed and opens every `<topic>-<partition>` directory in it (others
+   * are skipped with a warning). Unless the clean-shutdown marker is present, each log's last
+   * segment is recovered (SPEC §2); the marker is then removed. A topic found on disk keeps
+   * its partition count (highest partition + 1). Starts the retention timer (unref'd).
+   * @throws RangeError for a bad setting; file system errors
+   */
+  static async open(config: Partial<LogManagerConfig> & { logDir: string }): Promise<LogManager> {
+    const full: LogManagerConfig = { ...defaultLogManagerConfig, ...config };
+    for (const key of ['numPartitions', 'retentionCheckIntervalMs'] as const) {
+      if (!Number.isSafeInteger(full[key]) || full[key] <= 0) throw new RangeError(`${key} must be a positive integer, got ${full[key]}`);
+    }
+    const manager = new LogManager(full);
+    const logger = manager.#logger;
+    await fs.promises.mkdir(full.logDir, { recursive: true });
+    const marker = path.join(full.logDir, cleanShutdownFileName);
+    const clean = fs.existsSync(marker);
+    const started = Date.now();
+    try {
+      for (const entry of await fs.promises.readdir(full.logDir, { withFileTypes: true })) {
+        if (!entry.isDirectory()) continue;
+        const parsed = parsePartitionDirName(entry.name);
+        if (parsed === undefined) {
+          logger.warn({ dir: entry.name }, 'skipping directory that is not <topic>-<partition>');
+          continue;
+        }
+        manager.#openLog(parsed.topic, parsed.partition, !clean);
+        manager.#topics.set(parsed.topic, Math.max(manager.#topics.get(parsed.topic) ?? 0, parsed.partition + 1));
+      }
+    } catch (err) {
+      await manager.close({ markClean: false });
+      throw err;
+    }
+    if (clean) await fs.promises.rm(marker, { force: true });
+    logger.info({ logDir: full.logDir, logs: manager.#logs.size, topics: manager.#topics.size, cleanShutdown: clean, ms: Date.now() - started }, 'logs loaded');
+    manager.#retentionTimer = setInterval(() => {
+      manager.cleanupExpired().catch((err: unknown) => logger.error({ err }, 'retention failed'));
+    }, full.retentionCheckIntervalMs);
+    manager.#retentionTimer.unref();
+    return manager;
+  }
+
+  /** The open log of a partition, or `undefined` when it does not exist. */
+  getLog(topic: string, partition: number): Log | undefined {
+    return this.#logs.get(`${topic}-${partition}`);
+  }
+
+  /**
+   * The log of a partition, creating the topic (with `numPartitions` partitions, all
+   * directories) when it is new. A bad partition of a new topic does not create the topic.
+   * @throws WrongPartitionError when `partition` is not an integer in `[0, partition count)`;
+   *   InvalidTopicError for a bad topic name; LogClosedError after `close()`
+   */
+  getOrCreateLog(topic: string, partition: number): Log {
+    const existing = this.getLog(topic, partition);
+    if (existing !== undefined) return existing;
+    if (!this.#topics.has(topic) && !isValidTopicName(topic)) throw new InvalidTopicError(topic);
+    const count = this.#topics.get(topic) ?? this.config.numPartitions;
+    if (!Number.isSafeInteger(partition) || partition < 0 || partition >= count) throw new WrongPartitionError(topic, partition, count);
+    this.createTopic(topic);
+    return this.getLog(topic, partition) ?? this.#openLog(topic, partition, false);
+  }
+
+  /** Partitions of `topic`, or `undefined` for a topic this broker does not have. */
+  partitionCount(topic: string): number | undefined {
+    return this.#topics.get(topic);
+  }
+
+  /**
+   * Creates `topic` with `numPartitions` partitions if it does not exist.
+   * @returns the topic's partition count
+   * @throws InvalidTopicError; LogClosedError after `close()`; file system errors
+   */
+  createTopic(topic: string): number {
+    const known = this.#topics.get(topic);
+    if (known !== undefined) return known;
+    if (this.#closed) throw new LogClosedError('log manager');
+    if (!isValidTopicName(topic)) throw new InvalidTopicError(topic);
+    const count = this.config.numPartitions;
+    for (let p = 0; p < count; p++) this.#openLog(topic, p, false);
+    this.#topics.set(topic, count);
+    this.#logger.info({ topic, partitions: count }, 'created topic');
+    return count;
+  }
+
+  /** Topic → partition count (a live read-only view). */
+  topics(): ReadonlyMap<string, number> {
+    return this.#topics;
+  }
+
+  /** Every open log. */
+  logs(): Iterable<Log> {
+    return this.#logs.values();
+  }
+
+  /** Flushes every log (see `Log.flush`). @throws the first flush error, after all have run */
+  async flushAll(): Promise<void> {
+    const results = await Promise.allSettled([...this.#logs.values()].map((log) => log.flush()));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+  }
+
+  /**
+   * Runs retention (`Log.deleteOldSegments`) over every log.
+   * @param now ms since the epoch; default `Date.now()`
+   * @returns segments deleted in all
+   */
+  async cleanupExpired(now = Date.now()): Promise<number> {
+    let deleted = 0;
+    for (const log of [...this.#logs.values()]) deleted += await log.deleteOldSegments(now);
+    if (deleted > 0) this.#logger.info({ segments: deleted }, 'retention deleted segments');
+    return deleted;
+  }
+
+  /**
+   * Stops the retention timer, flushes and closes every log, then writes the clean-shutdown
+   * marker (fsync'd, with its directory) so the next start skips recovery. The marker is not
+   * written when a log fails to close. Idempotent.
+   * @throws the first error closing a log
+   */
+  async close(options: { markClean?: boolean } = {}): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#retentionTimer !== undefined) clearInterval(this.#retentionTimer);
+    const results = await Promise.allSettled([...this.#logs.values()].map((log) => log.close()));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    if (options.markClean === false) return;
+    const fd = fs.openSync(path.join(this.config.logDir, cleanShutdownFileName), 'w');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    syncDir(this.config.logDir);
+  }
+
+  #openLog(topic: string, partition: number, recover: boolean): Log {
+    const log = Log.open({
+      dir: path.join(this.config.logDir, `${topic}-${partition}`),
+      topic,
+      partition,
+      config: pickLogConfig(this.config),
+      logger: this.#logger,
+      recover,
+    });
+    this.#logs.set(`${topic}-${partition}`, log);
+    return log;
+  }
+}
+
+function pickLogConfig(c: LogConfig): LogConfig {
+  const { segmentBytes, flushMessages, flushIntervalMs, retentionMs, retentionBytes } = c;
+  return { segmentBytes, flushMessages, flushIntervalMs, retentionMs, retentionBytes };
+}
+
+/** fsync a directory so a file created in it survives a crash (best effort where unsupported). */
+function syncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(dir, 'r');
+    fs.fsyncSync(fd);
+  } catch {
+    // Some platforms cannot fsync a directory; the marker file itself is synced.
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}

@@ -1,0 +1,375 @@
+/**
+ * One partition's log (SPEC §2): a directory of segment files, appended at the end, flushed by
+ * count or time, read by byte offset, trimmed from the front by retention.
+ *
+ * Offsets are byte positions in the partition's logical log (SPEC §1): a segment named
+ * `00000000000000001024.kafka` holds the bytes from offset 1024 on. Only the sorted segment list
+ * is kept in memory; a read finds its segment by binary search.
+ *
+ * Visibility: `append` writes synchronously to the file, but consumers see only
+ * `[earliestOffset, visibleEnd)`, and `visibleEnd` advances only after fdatasync of everything
+ * appended before the sync started. So a read never returns unflushed or torn bytes.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { checkLogConfig, defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
+import { LogClosedError, OffsetOutOfRangeError } from './errors.js';
+import { recoverSegment } from './recovery.js';
+import { findSegmentIndex, SegmentList } from './segment-list.js';
+import { parseSegmentFileName, Segment, segmentFileSuffix } from './segment.js';
+
+/** How to open a {@link Log}. */
+export interface LogOptions {
+  /** The partition's directory, `LOG_DIR/<topic>-<partition>`; created when missing. */
+  readonly dir: string;
+  readonly topic: string;
+  readonly partition: number;
+  /** Settings; missing ones come from {@link defaultLogConfig}. */
+  readonly config?: Partial<LogConfig>;
+  readonly logger?: StorageLogger;
+  /** Scan the last segment and cut it at the first bad message (after an unclean shutdown). Default false. */
+  readonly recover?: boolean;
+}
+
+/** Where an append went: the byte offset of its first message and the offset just past it. */
+export interface AppendResult {
+  readonly offset: number;
+  readonly nextOffset: number;
+}
+
+/** Time value of {@link Log.offsetsBefore} asking for the latest offset (SPEC §3 OFFSETS). */
+export const latestTime = -1;
+/** Time value of {@link Log.offsetsBefore} asking for the earliest offset (SPEC §3 OFFSETS). */
+export const earliestTime = -2;
+
+const emptyBuffer = Buffer.alloc(0);
+
+/** One partition's log. Create with {@link Log.open}; the log manager does this for the broker. */
+export class Log {
+  /** Settings this log runs with. */
+  readonly config: Readonly<LogConfig>;
+  /** The segments, oldest first; copy-on-write, never empty. */
+  readonly #segments: SegmentList;
+  /** Flushed end offset: consumers see `[earliestOffset, visibleEnd)`. */
+  #visibleEnd: number;
+  /** Messages appended since the last flush started. */
+  #unflushedMessages = 0;
+  /** Fires `flushIntervalMs` after the first unflushed append; unset when nothing waits. */
+  #flushTimer: NodeJS.Timeout | undefined;
+  /** A flush waiting behind the running one, not started yet; `flush()` calls join it. */
+  #queuedFlush: Promise<void> | undefined;
+  /** The last flush in the chain; flushes run one at a time. */
+  #flushTail: Promise<void> = Promise.resolve();
+  /** Called with the new `visibleEnd` after each advance. */
+  readonly #flushListeners = new Set<(visibleEnd: number) => void>();
+  /** Set by `close()`: no more appends or reads. */
+  #closed = false;
+  readonly #logger: StorageLogger;
+
+  private constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly dir: string,
+    segments: Segment[],
+    config: LogConfig,
+    logger: StorageLogger,
+  ) {
+    this.config = config;
+    this.#segments = new SegmentList(segments);
+    this.#visibleEnd = segments[segments.length - 1]!.end;
+    this.#logger = logger;
+  }
+
+  /**
+   * Opens the log in `options.dir` (creating the directory and an empty segment 0 if there is
+   * none), optionally recovering its last segment (SPEC §2). Files that are not segments are
+   * skipped; a gap or overlap between segments is logged at warn. After opening, everything on
+   * disk is visible: `visibleEnd === logEndOffset`.
+   * @throws RangeError for a bad config; file system errors
+   */
+  static open(options: LogOptions): Log {
+    const { dir, topic, partition } = options;
+    const config = checkLogConfig({ ...defaultLogConfig, ...options.config });
+    const logger = options.logger ?? silentLogger;
+    fs.mkdirSync(dir, { recursive: true });
+    const segments: Segment[] = [];
+    try {
+      for (const name of fs.readdirSync(dir)) {
+        const start = parseSegmentFileName(name);
+        if (start !== undefined) segments.push(Segment.open(path.join(dir, name), start));
+        else if (name.endsWith(segmentFileSuffix)) logger.warn({ topic, partition, file: name }, 'skipping segment file with a bad name');
+      }
+      segments.sort((a, b) => a.start - b.start);
+      if (segments.length === 0) segments.push(Segment.create(dir, 0));
+      for (let i = 1; i < segments.length; i++) {
+        const prev = segments[i - 1]!;
+        const cur = segments[i]!;
+        if (prev.end !== cur.start) {
+          logger.warn({ topic, partition, segment: path.basename(prev.file), end: prev.end, nextStart: cur.start }, 'segment does not end where the next one starts');
+        }
+      }
+      const last = segments[segments.length - 1]!;
+      if (options.recover === true) {
+        const r = recoverSegment(last);
+        const entry = { topic, partition, segment: path.basename(last.file), validBytes: r.validBytes, truncatedBytes: r.truncatedBytes, reason: r.reason };
+        if (r.truncatedBytes > 0) logger.warn(entry, 'recovery truncated the last segment');
+        else logger.debug({ ...entry, messages: r.messages }, 'recovery found the last segment intact');
+      }
+    } catch (err) {
+      for (const s of segments) void s.close();
+      throw err;
+    }
+    return new Log(topic, partition, dir, segments, config, logger);
+  }
+
+  /** Start offset of the first segment. */
+  get earliestOffset(): number {
+    return this.#segments.view[0]!.start;
+  }
+
+  /** End of everything appended, flushed or not. */
+  get logEndOffset(): number {
+    const view = this.#segments.view;
+    return view[view.length - 1]!.end;
+  }
+
+  /** Flushed end: reads never return bytes at or past it. */
+  get visibleEnd(): number {
+    return this.#visibleEnd;
+  }
+
+  /** Number of segment files. */
+  get segmentCount(): number {
+    return this.#segments.view.length;
+  }
+
+  /** Total bytes of all segments. */
+  get sizeInBytes(): number {
+    return this.#segments.view.reduce((sum, s) => sum + s.size, 0);
+  }
+
+  /** Start offsets of the segments, oldest first (a snapshot). */
+  segmentStarts(): number[] {
+    return this.#segments.view.map((s) => s.start);
+  }
+
+  /**
+   * Appends a message set (already validated by the caller: whole, valid messages) to the
+   * active segment with a synchronous write, rolling to a new segment first when the active one
+   * is non-empty and would pass `segmentBytes`. Counts `messageCount` toward `flushMessages`
+   * and arms the `flushIntervalMs` timer (SPEC §2). The bytes are not visible until flushed.
+   * @returns the offset of the first appended byte and the offset just past the last
+   * @throws LogClosedError after `close()`; the write error (the segment is cut back to its
+   *   size before the append, so no partial set stays)
+   */
+  append(messageSet: Buffer, messageCount: number): AppendResult {
+    if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
+    const view = this.#segments.view;
+    let active = view[view.length - 1]!;
+    if (messageSet.length === 0) return { offset: active.end, nextOffset: active.end };
+    if (active.size > 0 && active.size + messageSet.length > this.config.segmentBytes) active = this.#roll();
+    const offset = active.end;
+    active.append(messageSet);
+    this.#unflushedMessages += messageCount;
+    if (this.#unflushedMessages >= this.config.flushMessages) this.#flushInBackground();
+    else this.#armFlushTimer();
+    return { offset, nextOffset: active.end };
+  }
+
+  /**
+   * Makes everything appended so far durable and visible: fdatasync every segment with
+   * unsynced bytes, then advance `visibleEnd` to the log end as it was when the sync started,
+   * and tell the `onFlush` listeners. Flushes run one at a time; calls made while one runs
+   * share the next one.
+   * @throws the fdatasync error (`visibleEnd` stays; a retry is scheduled)
+   */
+  flush(): Promise<void> {
+    if (this.#queuedFlush !== undefined) return this.#queuedFlush;
+    const run = this.#flushTail.then(() => {
+      this.#queuedFlush = undefined;
+      return this.#syncOnce();
+    });
+    this.#queuedFlush = run;
+    this.#flushTail = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * Resolves once `visibleEnd >= offset`, flushing as needed: for produce requests acknowledged
+   * after flush.
+   * @throws RangeError when `offset` is past `logEndOffset`; the flush error
+   */
+  async flushedThrough(offset: number): Promise<void> {
+    while (this.#visibleEnd < offset) {
+      if (offset > this.logEndOffset) throw new RangeError(`offset ${offset} is past the log end ${this.logEndOffset} of ${this.topic}-${this.partition}`);
+      await this.flush();
+    }
+  }
+
+  /**
+   * Reads the message set bytes from `offset`: at most `maxBytes`, never past `visibleEnd`,
+   * never past the end of the segment that holds `offset` (a read that reaches a segment's end
+   * returns the rest of that segment, as Kafka 0.7 does). The result may end in a partial
+   * message; `offset` is not checked to be a message boundary. `offset === visibleEnd` gives
+   * an empty buffer (SPEC §3 FETCH).
+   * @param maxBytes limit in bytes; 0 gives an empty buffer
+   * @throws OffsetOutOfRangeError when `offset` is outside `[earliestOffset, visibleEnd]`;
+   *   RangeError for a negative or non-integer `maxBytes`; LogClosedError after `close()`
+   */
+  read(offset: number, maxBytes: number): Buffer {
+    if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
+    const view = this.#segments.view;
+    const end = this.#visibleEnd;
+    const earliest = view[0]!.start;
+    if (!Number.isSafeInteger(offset) || offset < earliest || offset > end) {
+      throw new OffsetOutOfRangeError(this.topic, this.partition, offset, earliest, end);
+    }
+    if (offset === end || maxBytes === 0) return emptyBuffer;
+    const segment = view[findSegmentIndex(view, offset)]!;
+    const length = Math.min(maxBytes, Math.min(segment.end, end) - offset);
+    if (length <= 0) return emptyBuffer; // only in a gap between segments, see open()
+    return segment.read(offset - segment.start, length);
+  }
+
+  /**
+   * Kafka 0.7's getOffsetsBefore (SPEC §3 OFFSETS). Candidates are the start offsets of the
+   * segments (with each one's last-modified time), plus `visibleEnd` stamped now when it is past
+   * the last candidate, oldest first; only offsets up to `visibleEnd` count. `time` −1
+   * ({@link latestTime}) starts at the newest candidate (so `[visibleEnd, ...]`), −2
+   * ({@link earliestTime}) gives `[earliestOffset]`; any other time (ms since the epoch) starts
+   * at the newest candidate whose time is `<= time`.
+   * @returns at most `maxOffsets` offsets from the start candidate backwards, newest first
+   *   (empty when no candidate is old enough)
+   */
+  offsetsBefore(time: number, maxOffsets: number): number[] {
+    const view = this.#segments.view;
+    const end = this.#visibleEnd;
+    const candidates: { offset: number; time: number }[] = [];
+    for (const s of view) if (s.start <= end) candidates.push({ offset: s.start, time: s.lastModifiedMs });
+    if (end > candidates[candidates.length - 1]!.offset) candidates.push({ offset: end, time: Date.now() });
+    let i: number;
+    if (time === latestTime) i = candidates.length - 1;
+    else if (time === earliestTime) i = 0;
+    else for (i = candidates.length - 1; i >= 0 && candidates[i]!.time > time; i--);
+    const out: number[] = [];
+    for (; i >= 0 && out.length < maxOffsets; i--) out.push(candidates[i]!.offset);
+    return out;
+  }
+
+  /**
+   * Subscribes to `visibleEnd` advances (e.g. to answer long-poll fetches). The listener runs
+   * synchronously after each advance; its exceptions are logged and dropped.
+   * @returns a function that unsubscribes
+   */
+  onFlush(listener: (visibleEnd: number) => void): () => void {
+    this.#flushListeners.add(listener);
+    return () => this.#flushListeners.delete(listener);
+  }
+
+  /**
+   * Retention (SPEC §2): deletes whole segments from the front whose last write is more than
+   * `retentionMs` before `now`, then, when `retentionBytes >= 0`, more of the oldest segments
+   * while the log's total bytes exceed `retentionBytes`. The last (active) segment is never
+   * deleted, but when every segment has aged out and the last is non-empty, a new empty
+   * segment is rolled first (named by the log end, so offsets never restart at 0) and the old
+   * one goes. Segments with bytes not yet flushed are kept. Deleting waits for any fdatasync
+   * in flight on the file.
+   * @param now ms since the epoch
+   * @returns the number of segments deleted
+   */
+  async deleteOldSegments(now: number): Promise<number> {
+    if (this.#closed) return 0;
+    const { retentionMs, retentionBytes } = this.config;
+    const visibleEnd = this.#visibleEnd;
+    let view = this.#segments.view;
+    let count = 0;
+    while (count < view.length && now - view[count]!.lastModifiedMs > retentionMs && view[count]!.end <= visibleEnd) count++;
+    if (count === view.length) {
+      if (view[count - 1]!.size > 0) {
+        this.#roll();
+        view = this.#segments.view;
+      } else {
+        count--;
+      }
+    }
+    if (retentionBytes >= 0) {
+      let total = 0;
+      for (let i = count; i < view.length; i++) total += view[i]!.size;
+      while (count < view.length - 1 && total > retentionBytes && view[count]!.end <= visibleEnd) total -= view[count++]!.size;
+    }
+    if (count === 0) return 0;
+    const dropped = this.#segments.dropFront(count);
+    for (const s of dropped) {
+      this.#logger.info({ topic: this.topic, partition: this.partition, segment: path.basename(s.file), bytes: s.size, lastModifiedMs: s.lastModifiedMs }, 'retention deleting segment');
+    }
+    await Promise.all(dropped.map((s) => s.delete()));
+    return count;
+  }
+
+  /**
+   * Stops the flush timer, flushes, and closes every segment file (waiting for any fdatasync
+   * in flight). Appends and reads throw LogClosedError from the moment this is called.
+   * Idempotent.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#clearFlushTimer();
+    try {
+      await this.flush();
+    } finally {
+      await Promise.all(this.#segments.view.map((s) => s.close()));
+      this.#flushListeners.clear();
+    }
+  }
+
+  /** Starts a new empty segment at the log end and makes it the active one. */
+  #roll(): Segment {
+    const segment = Segment.create(this.dir, this.logEndOffset);
+    this.#segments.append(segment);
+    this.#logger.debug({ topic: this.topic, partition: this.partition, segment: path.basename(segment.file) }, 'rolled new segment');
+    return segment;
+  }
+
+  /** One flush: see `flush()`. */
+  async #syncOnce(): Promise<void> {
+    this.#clearFlushTimer();
+    this.#unflushedMessages = 0;
+    const view = this.#segments.view;
+    const target = view[view.length - 1]!.end;
+    try {
+      await Promise.all(view.filter((s) => s.syncedBytes < s.size).map((s) => s.sync()));
+    } catch (err) {
+      if (!this.#closed) this.#armFlushTimer();
+      throw err;
+    }
+    if (target <= this.#visibleEnd) return;
+    this.#visibleEnd = target;
+    for (const listener of this.#flushListeners) {
+      try {
+        listener(target);
+      } catch (err) {
+        this.#logger.error({ topic: this.topic, partition: this.partition, err }, 'flush listener threw');
+      }
+    }
+  }
+
+  #flushInBackground(): void {
+    this.flush().catch((err: unknown) => this.#logger.error({ topic: this.topic, partition: this.partition, err }, 'flush failed'));
+  }
+
+  #armFlushTimer(): void {
+    if (this.#flushTimer !== undefined) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = undefined;
+      this.#flushInBackground();
+    }, this.config.flushIntervalMs);
+  }
+
+  #clearFlushTimer(): void {
+    if (this.#flushTimer === undefined) return;
+    clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+  }
+}

@@ -1,0 +1,121 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cleanShutdownFileName, InvalidTopicError, LogManager, parsePartitionDirName, WrongPartitionError } from '../src/index.js';
+import { messages, payloads, recordingLogger, segmentFiles, tempDir } from './helpers.js';
+
+const quiet = { retentionCheckIntervalMs: 3_600_000 };
+
+describe('LogManager', () => {
+  it('creates the log dir and topics with numPartitions partitions', async () => {
+    const logDir = path.join(tempDir(), 'nested', 'logs');
+    const manager = await LogManager.open({ logDir, numPartitions: 3, ...quiet });
+    expect(fs.existsSync(logDir)).toBe(true);
+    expect(manager.getLog('clicks', 0)).toBeUndefined();
+    expect(manager.partitionCount('clicks')).toBeUndefined();
+
+    const log = manager.getOrCreateLog('clicks', 1);
+    expect([log.topic, log.partition, log.dir]).toEqual(['clicks', 1, path.join(logDir, 'clicks-1')]);
+    expect(manager.partitionCount('clicks')).toBe(3);
+    expect(fs.readdirSync(logDir).sort()).toEqual(['clicks-0', 'clicks-1', 'clicks-2']);
+    for (const p of [0, 1, 2]) expect(segmentFiles(path.join(logDir, `clicks-${p}`))).toEqual(['00000000000000000000.kafka']);
+    expect(manager.getOrCreateLog('clicks', 1)).toBe(log);
+    expect(manager.getLog('clicks', 2)).toBeDefined();
+    expect([...manager.topics()]).toEqual([['clicks', 3]]);
+    expect([...manager.logs()]).toHaveLength(3);
+    expect(manager.createTopic('clicks')).toBe(3);
+
+    let err: unknown;
+    try {
+      manager.getOrCreateLog('clicks', 3);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(WrongPartitionError);
+    expect(err).toMatchObject({ code: 3, topic: 'clicks', partition: 3, partitionCount: 3 });
+    expect(() => manager.getOrCreateLog('clicks', -1)).toThrow(WrongPartitionError);
+    expect(() => manager.getOrCreateLog('clicks', 1.5)).toThrow(WrongPartitionError);
+    expect(() => manager.getOrCreateLog('../escape', 0)).toThrow(InvalidTopicError);
+    expect(() => manager.createTopic('')).toThrow(InvalidTopicError);
+    expect(() => manager.getOrCreateLog('fresh', 3)).toThrow(WrongPartitionError);
+    expect(manager.partitionCount('fresh')).toBeUndefined();
+    expect(fs.readdirSync(logDir).sort()).toEqual(['clicks-0', 'clicks-1', 'clicks-2']);
+    await manager.close();
+  });
+
+  it('loads existing partitions, keeps their count, splits names at the last dash and skips others', async () => {
+    const logDir = tempDir();
+    const first = await LogManager.open({ logDir, numPartitions: 2, ...quiet });
+    first.getOrCreateLog('page-views-eu', 1).append(messages('pv', 2), 2);
+    await first.close();
+    fs.mkdirSync(path.join(logDir, 'legacy-0'));
+    fs.mkdirSync(path.join(logDir, 'legacy-4'));
+    fs.mkdirSync(path.join(logDir, 'nodash'));
+    fs.mkdirSync(path.join(logDir, 'bad-p1'));
+    fs.writeFileSync(path.join(logDir, 'stray-0'), 'not a directory');
+
+    const logger = recordingLogger();
+    const manager = await LogManager.open({ logDir, numPartitions: 2, logger, ...quiet });
+    expect(Object.fromEntries(manager.topics())).toEqual({ 'page-views-eu': 2, legacy: 5 });
+    expect(payloads(manager.getLog('page-views-eu', 1)!.read(0, 100))).toEqual(['pv-0', 'pv-1']);
+    const warned = logger.entries.filter((e) => e.level === 'warn').map((e) => (e.obj as { dir: string }).dir);
+    expect(warned.sort()).toEqual(['bad-p1', 'nodash']);
+    expect(manager.getLog('legacy', 2)).toBeUndefined();
+    expect(manager.getOrCreateLog('legacy', 2).partition).toBe(2); // a gap is filled on use
+    expect(() => manager.getOrCreateLog('legacy', 5)).toThrow(WrongPartitionError);
+    expect(manager.partitionCount('legacy')).toBe(5);
+    await manager.close();
+  });
+
+  it('parses partition directory names', () => {
+    expect(parsePartitionDirName('a-b-c-12')).toEqual({ topic: 'a-b-c', partition: 12 });
+    expect(parsePartitionDirName('t-0')).toEqual({ topic: 't', partition: 0 });
+    expect(parsePartitionDirName('t--1')).toEqual({ topic: 't-', partition: 1 });
+    for (const bad of ['t', '-1', 't-', 't-x', 't-1.5', 't-01', 'sp ace-1']) expect(parsePartitionDirName(bad)).toBeUndefined();
+  });
+
+  it('writes the clean-shutdown marker on close and removes it on open', async () => {
+    const logDir = tempDir();
+    const marker = path.join(logDir, cleanShutdownFileName);
+    const a = await LogManager.open({ logDir, ...quiet });
+    expect(fs.existsSync(marker)).toBe(false);
+    a.getOrCreateLog('t', 0).append(messages('x', 1), 1);
+    await a.close();
+    await a.close(); // idempotent
+    expect(fs.existsSync(marker)).toBe(true);
+    const b = await LogManager.open({ logDir, ...quiet });
+    expect(fs.existsSync(marker)).toBe(false);
+    expect(b.getLog('t', 0)!.visibleEnd).toBe(13);
+    await b.close();
+  });
+
+  it('flushes all logs and runs retention over all of them', async () => {
+    const logDir = tempDir();
+    const manager = await LogManager.open({ logDir, numPartitions: 2, segmentBytes: 1024, flushMessages: 10_000, retentionMs: 60_000, ...quiet });
+    const logs = [manager.getOrCreateLog('a', 0), manager.getOrCreateLog('a', 1), manager.getOrCreateLog('b', 0)];
+    for (const log of logs) for (let i = 0; i < 12; i++) log.append(messages(`m${i}`, 1, 100), 1); // segments 0, 990
+    expect(logs.map((l) => l.visibleEnd)).toEqual([0, 0, 0]);
+    await manager.flushAll();
+    expect(logs.map((l) => l.visibleEnd)).toEqual([1320, 1320, 1320]);
+    expect(await manager.cleanupExpired()).toBe(0);
+    expect(await manager.cleanupExpired(Date.now() + 120_000)).toBe(6); // 2 each, 3 logs rolled
+    for (const log of logs) {
+      expect(log.segmentStarts()).toEqual([1320]);
+      expect(segmentFiles(log.dir)).toEqual(['00000000000000001320.kafka']);
+    }
+    await manager.close();
+    expect(() => manager.createTopic('late')).toThrow(/closed/);
+  });
+
+  it('runs retention on its timer', async () => {
+    const logDir = tempDir();
+    const manager = await LogManager.open({ logDir, segmentBytes: 1024, retentionBytes: 0, flushMessages: 1, retentionCheckIntervalMs: 20 });
+    const log = manager.getOrCreateLog('r', 0);
+    for (let i = 0; i < 20; i++) log.append(messages(`m${i}`, 1, 100), 1);
+    await log.flush();
+    expect(log.segmentCount).toBe(3);
+    for (let i = 0; i < 50 && log.segmentCount > 1; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(log.segmentStarts()).toEqual([1980]);
+    await manager.close();
+  });
+});

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace (after scripts/setup.sh): type checks, then each package's
+# vitest suite through turbo, with a ZooKeeper server for the suites that need one. Ends with
+# one line "tests: N passed, N failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PNPM_VERSION=$(node -p "require('./package.json').packageManager.split('@')[1]")
+export PATH="${XDG_CACHE_HOME:-$HOME/.cache}/klog/pnpm-$PNPM_VERSION/node_modules/.bin:$PATH"
+
+zk_started=""
+if [ -f scripts/zookeeper.sh ] && [ -z "${KLOG_ZK_CONNECT:-}" ]; then
+  bash scripts/zookeeper.sh install
+  export KLOG_ZK_CONNECT=$(bash scripts/zookeeper.sh start)
+  zk_started=1
+fi
+cleanup() { if [ -n "$zk_started" ]; then bash scripts/zookeeper.sh stop || true; fi; }
+trap cleanup EXIT
+
+find . -name 'test-results.json' -not -path '*/node_modules/*' -delete
+status=0
+pnpm exec turbo run lint --output-logs=errors-only || status=$?
+if [ "$status" -eq 0 ]; then
+  pnpm exec turbo run test --concurrency=1 --output-logs=full || status=$?
+fi
+node scripts/test-summary.mjs || status=$?
+exit "$status"
