@@ -76,6 +76,7 @@ export interface MessageSetScan {
  * @param maxMessageBytes when given, a larger payload stops the scan as invalid (`tooLarge`)
  */
 export function scanMessageSet(buf: Buffer, end = buf.length, maxMessageBytes?: number): MessageSetScan {
+  end = Math.min(end, buf.length);
   let pos = 0;
   let count = 0;
   while (pos < end) {

@@ -91,6 +91,7 @@ export function checkMessageAt(
   verifyCrc = true,
   maxMessageBytes?: number,
 ): MessageCheck {
+  end = Math.min(end, buf.length);
   if (end - position < lengthFieldBytes) return { status: 'partial' };
   const length = buf.readInt32BE(position);
   if (length < messageHeaderBytes) {

@@ -51,6 +51,7 @@ function readFetch(d: Decoder): Omit<FetchRequest, 'maxWaitMs'> {
   const partition = readPartition(d);
   const offset = d.readInt64();
   const maxBytes = d.readInt32();
+  if (maxBytes < 0) throw new ProtocolError(ErrorCode.InvalidFetchSize, `negative fetch size ${maxBytes}`);
   return { topic, partition, offset, maxBytes };
 }
 

@@ -1,0 +1,443 @@
+/**
+ * Hostile input: decoders must only ever throw ProtocolError with a meaningful code, never a
+ * RangeError or TypeError, and never hang (SPEC §3: a malformed request never crashes a broker).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  Decoder,
+  ErrorCode,
+  RequestType,
+  decodeFetchResponse,
+  decodeMetadataResponse,
+  decodeMultiFetchResponse,
+  decodeOffsetsResponse,
+  decodeProduceAckResponse,
+  decodeRequest,
+  encodeFetchRequest,
+  encodeMessageSet,
+  encodeMetadataRequest,
+  encodeMetadataResponse,
+  encodeMultiFetchPart,
+  encodeMultiFetchRequest,
+  encodeMultiProduceRequest,
+  encodeOffsetsRequest,
+  encodeOffsetsResponse,
+  encodeProduceAckRequest,
+  encodeProduceAckResponse,
+  encodeProduceRequest,
+  openFrame,
+  readFrameSize,
+  type ErrorCodeValue,
+} from '../src/index.js';
+import {
+  errorCodeArb,
+  expectProtocolError,
+  fetchArb,
+  fetchResponseArb,
+  offsetsRequestArb,
+  partitionMessagesArb,
+  plainFetchArb,
+  produceAckRequestArb,
+  produceAckResultArb,
+  returnsOrProtocolError,
+  topicArb,
+  topicMetadataArb,
+  unframe,
+} from './helpers.js';
+
+const responseDecoders: Record<string, (body: Buffer, errorCode: number) => unknown> = {
+  fetch: (b, code) => decodeFetchResponse(code, new Decoder(b)),
+  multifetch: (b) => decodeMultiFetchResponse(new Decoder(b)),
+  offsets: (b) => decodeOffsetsResponse(new Decoder(b)),
+  'produce-ack': (b) => decodeProduceAckResponse(new Decoder(b)),
+  metadata: (b) => decodeMetadataResponse(new Decoder(b)),
+};
+
+/** Any valid request frame, without its size prefix. */
+const requestBodyArb: fc.Arbitrary<{ body: Buffer; fetchWithWait: boolean }> = fc.oneof(
+  partitionMessagesArb.map((p) => ({ body: unframe(encodeProduceRequest(p)), fetchWithWait: false })),
+  fc.array(partitionMessagesArb, { minLength: 1, maxLength: 3 }).map((ps) => ({ body: unframe(encodeMultiProduceRequest(ps)), fetchWithWait: false })),
+  fetchArb.map((f) => ({ body: unframe(encodeFetchRequest(f)), fetchWithWait: (f.maxWaitMs ?? 0) > 0 })),
+  fc.array(plainFetchArb, { minLength: 1, maxLength: 3 }).map((fs) => ({ body: unframe(encodeMultiFetchRequest(fs)), fetchWithWait: false })),
+  offsetsRequestArb.map((r) => ({ body: unframe(encodeOffsetsRequest(r)), fetchWithWait: false })),
+  produceAckRequestArb.map((r) => ({ body: unframe(encodeProduceAckRequest(r)), fetchWithWait: false })),
+  fc.array(topicArb, { minLength: 1, maxLength: 4 }).map((ts) => ({ body: unframe(encodeMetadataRequest(ts)), fetchWithWait: false })),
+);
+
+describe('random bytes', () => {
+  it('decodeRequest only ever throws ProtocolError', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (u) => {
+        returnsOrProtocolError(() => decodeRequest(Buffer.from(u)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('decodeRequest only ever throws ProtocolError for a known type with a random body', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 6 }), fc.uint8Array({ maxLength: 300 }), (type, u) => {
+        const frame = Buffer.alloc(2 + u.length);
+        frame.writeInt16BE(type, 0);
+        frame.set(u, 2);
+        returnsOrProtocolError(() => decodeRequest(frame));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it.each(Object.keys(responseDecoders))('the %s response decoder only ever throws ProtocolError', (name) => {
+    const decode = responseDecoders[name]!;
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), errorCodeArb, (u, code) => {
+        returnsOrProtocolError(() => decode(Buffer.from(u), code));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('readFrameSize returns a size in [2, max], undefined, or throws ProtocolError', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 8 }), fc.integer({ min: 2, max: 0x7fffffff }), (u, max) => {
+        try {
+          const size = readFrameSize(Buffer.from(u), 0, max);
+          if (u.length < 4) expect(size).toBeUndefined();
+          else expect(size! >= 2 && size! <= max).toBe(true);
+        } catch (e) {
+          expectProtocolError(() => {
+            throw e;
+          }, ErrorCode.InvalidRequest);
+        }
+      }),
+    );
+  });
+});
+
+describe('truncated frames', () => {
+  it('every strict prefix of a request frame is rejected with a ProtocolError', () => {
+    fc.assert(
+      fc.property(requestBodyArb, ({ body, fetchWithWait }) => {
+        expect(() => decodeRequest(body)).not.toThrow();
+        for (let cut = 0; cut < body.length; cut++) {
+          // A FETCH cut just before its optional maxWaitMs is a valid 0.7 FETCH.
+          if (fetchWithWait && cut === body.length - 4) {
+            const r = decodeRequest(body.subarray(0, cut));
+            expect(r.type === RequestType.Fetch && r.fetch.maxWaitMs).toBeUndefined();
+            continue;
+          }
+          const err = expectProtocolError(() => decodeRequest(body.subarray(0, cut)));
+          expect([ErrorCode.InvalidRequest, ErrorCode.InvalidTopic]).toContain(err.code);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  }, 30_000);
+
+  it('every strict prefix of an OFFSETS, PRODUCE_ACK or METADATA response body is rejected', () => {
+    const bodies = fc.oneof(
+      fc.array(fc.maxSafeInteger(), { maxLength: 6 }).map((o) => ({ body: unframe(encodeOffsetsResponse(o)).subarray(2), name: 'offsets' })),
+      fc.array(produceAckResultArb, { maxLength: 4 }).map((r) => ({ body: unframe(encodeProduceAckResponse(r)).subarray(2), name: 'produce-ack' })),
+      fc.array(topicMetadataArb, { maxLength: 4 }).map((t) => ({ body: unframe(encodeMetadataResponse(t)).subarray(2), name: 'metadata' })),
+    );
+    fc.assert(
+      fc.property(bodies, ({ body, name }) => {
+        const decode = responseDecoders[name]!;
+        expect(() => decode(body, 0)).not.toThrow();
+        for (let cut = 0; cut < body.length; cut++) {
+          const err = expectProtocolError(() => decode(body.subarray(0, cut), 0));
+          expect([ErrorCode.InvalidRequest, ErrorCode.InvalidTopic]).toContain(err.code);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  }, 30_000);
+
+  it('every prefix of a MULTIFETCH response body decodes to whole parts or throws ProtocolError', () => {
+    fc.assert(
+      fc.property(fc.array(fetchResponseArb, { minLength: 1, maxLength: 4 }), (parts) => {
+        const encoded = parts.map(encodeMultiFetchPart);
+        const body = Buffer.concat(encoded);
+        const boundaries = encoded.reduce<number[]>((acc, p) => [...acc, acc[acc.length - 1]! + p.length], [0]);
+        for (let cut = 0; cut < body.length; cut++) {
+          const ok = returnsOrProtocolError(() => decodeMultiFetchResponse(new Decoder(body.subarray(0, cut))));
+          expect(ok).toBe(boundaries.includes(cut));
+        }
+      }),
+      { numRuns: 100 },
+    );
+  }, 30_000);
+});
+
+// ---- field by field: a layout per request and response, each field tagged with what it is ----
+
+type Kind = 'i16' | 'i32' | 'i64';
+interface Field {
+  readonly kind: Kind | 'raw';
+  readonly value: number | bigint | Buffer;
+  /** What the field is, which decides which hostile values it gets. */
+  readonly role?: 'strlen' | 'count' | 'size' | 'partition' | 'int64' | 'maxBytes' | 'maxOffsets' | 'maxWaitMs' | 'acks' | 'time';
+  readonly name: string;
+}
+
+const i16 = (name: string, value: number, role?: Field['role']): Field => ({ kind: 'i16', value, role, name });
+const i32 = (name: string, value: number, role?: Field['role']): Field => ({ kind: 'i32', value, role, name });
+const i64 = (name: string, value: number, role: Field['role'] = 'int64'): Field => ({ kind: 'i64', value: BigInt(value), role, name });
+const raw = (name: string, value: Buffer): Field => ({ kind: 'raw', value, name });
+const topic = (name: string, t: string): Field[] => [i16(`${name} length`, Buffer.byteLength(t), 'strlen'), raw(name, Buffer.from(t))];
+const set = encodeMessageSet([Buffer.from('hello'), Buffer.from('klog')]);
+
+function build(fields: readonly Field[]): Buffer {
+  const parts = fields.map((f) => {
+    if (f.kind === 'raw') return f.value as Buffer;
+    const b = Buffer.alloc(f.kind === 'i16' ? 2 : f.kind === 'i32' ? 4 : 8);
+    if (f.kind === 'i16') b.writeInt16BE(Number(f.value));
+    if (f.kind === 'i32') b.writeInt32BE(Number(f.value));
+    if (f.kind === 'i64') b.writeBigInt64BE(BigInt(f.value as number | bigint));
+    return b;
+  });
+  return Buffer.concat(parts);
+}
+
+const fetchFields = (t: string, withWait: boolean): Field[] => [
+  ...topic('topic', t),
+  i32('partition', 1, 'partition'),
+  i64('offset', 24),
+  i32('maxBytes', 4096, 'maxBytes'),
+  ...(withWait ? [i32('maxWaitMs', 100, 'maxWaitMs')] : []),
+];
+
+/** Request layouts: `type | body`, as decodeRequest receives them. */
+const requestLayouts: Record<string, Field[]> = {
+  PRODUCE: [i16('type', 0), ...topic('topic', 'events'), i32('partition', 0, 'partition'), i32('messageSetSize', set.length, 'size'), raw('messageSet', set)],
+  MULTIPRODUCE: [
+    i16('type', 3),
+    i16('count', 2, 'count'),
+    ...topic('topic 1', 'events'),
+    i32('partition 1', 0, 'partition'),
+    i32('messageSetSize 1', set.length, 'size'),
+    raw('messageSet 1', set),
+    ...topic('topic 2', 'clicks'),
+    i32('partition 2', 3, 'partition'),
+    i32('messageSetSize 2', set.length, 'size'),
+    raw('messageSet 2', set),
+  ],
+  FETCH: [i16('type', 1), ...fetchFields('events', false)],
+  'FETCH long poll': [i16('type', 1), ...fetchFields('events', true)],
+  MULTIFETCH: [i16('type', 2), i16('count', 2, 'count'), ...fetchFields('events', false), ...fetchFields('clicks', false)],
+  OFFSETS: [i16('type', 4), ...topic('topic', 'events'), i32('partition', 2, 'partition'), i64('time', -1, 'time'), i32('maxOffsets', 10, 'maxOffsets')],
+  PRODUCE_ACK: [
+    i16('type', 5),
+    i16('acks', 1, 'acks'),
+    i16('count', 1, 'count'),
+    ...topic('topic', 'events'),
+    i32('partition', 0, 'partition'),
+    i32('messageSetSize', set.length, 'size'),
+    raw('messageSet', set),
+  ],
+  METADATA: [i16('type', 6), i16('count', 2, 'count'), ...topic('topic 1', 'events'), ...topic('topic 2', 'clicks')],
+};
+
+/** Response body layouts (after the error code), with the decoder for each. */
+const responseLayouts: Record<string, { fields: Field[]; errorCode: ErrorCodeValue; decode: (b: Buffer, code: number) => unknown }> = {
+  'FETCH OffsetOutOfRange': {
+    fields: [i64('earliest', 0), i64('end', 34)],
+    errorCode: ErrorCode.OffsetOutOfRange,
+    decode: responseDecoders.fetch!,
+  },
+  MULTIFETCH: {
+    fields: [i32('part size', 2 + set.length, 'size'), i16('part errorCode', 0), raw('part messages', set), i32('part size', 18, 'size'), i16('part errorCode', 1), i64('earliest', 0), i64('end', 34)],
+    errorCode: ErrorCode.None,
+    decode: responseDecoders.multifetch!,
+  },
+  OFFSETS: {
+    fields: [i32('count', 2, 'size'), i64('offset 1', 536870912), i64('offset 2', 0)],
+    errorCode: ErrorCode.None,
+    decode: responseDecoders.offsets!,
+  },
+  PRODUCE_ACK: {
+    fields: [i16('count', 1, 'count'), ...topic('topic', 'events'), i32('partition', 0, 'partition'), i16('errorCode', 0), i64('offset', 0), i64('nextOffset', 34)],
+    errorCode: ErrorCode.None,
+    decode: responseDecoders['produce-ack']!,
+  },
+  METADATA: {
+    fields: [i16('count', 2, 'count'), ...topic('topic 1', 'events'), i16('errorCode 1', 0), i32('partitions 1', 4), ...topic('topic 2', 'clicks'), i16('errorCode 2', 0), i32('partitions 2', 1)],
+    errorCode: ErrorCode.None,
+    decode: responseDecoders.metadata!,
+  },
+};
+
+const I16 = { max: 0x7fff, min: -0x8000 };
+const I32 = { max: 0x7fffffff, min: -0x80000000 };
+const I64 = { max: 2n ** 63n - 1n, min: -(2n ** 63n) };
+
+/** Hostile values per role and the error code each must produce. */
+const hostile: Record<NonNullable<Field['role']>, [number | bigint, ErrorCodeValue][]> = {
+  strlen: [
+    [I16.max, ErrorCode.InvalidRequest],
+    [-1, ErrorCode.InvalidRequest],
+    [I16.min, ErrorCode.InvalidRequest],
+    [0, ErrorCode.InvalidTopic],
+  ],
+  count: [
+    [I16.max, ErrorCode.InvalidRequest],
+    [-1, ErrorCode.InvalidRequest],
+    [I16.min, ErrorCode.InvalidRequest],
+  ],
+  size: [
+    [I32.max, ErrorCode.InvalidRequest],
+    [-1, ErrorCode.InvalidRequest],
+    [I32.min, ErrorCode.InvalidRequest],
+  ],
+  partition: [
+    [-1, ErrorCode.WrongPartition],
+    [I32.min, ErrorCode.WrongPartition],
+  ],
+  maxBytes: [
+    [-1, ErrorCode.InvalidFetchSize],
+    [I32.min, ErrorCode.InvalidFetchSize],
+  ],
+  maxOffsets: [
+    [0, ErrorCode.InvalidRequest],
+    [-1, ErrorCode.InvalidRequest],
+    [I32.min, ErrorCode.InvalidRequest],
+  ],
+  maxWaitMs: [
+    [-1, ErrorCode.InvalidRequest],
+    [I32.min, ErrorCode.InvalidRequest],
+  ],
+  acks: [
+    [0, ErrorCode.InvalidRequest],
+    [3, ErrorCode.InvalidRequest],
+    [-1, ErrorCode.InvalidRequest],
+  ],
+  int64: [
+    [2n ** 53n, ErrorCode.InvalidRequest],
+    [-(2n ** 53n), ErrorCode.InvalidRequest],
+    [I64.max, ErrorCode.InvalidRequest],
+    [I64.min, ErrorCode.InvalidRequest],
+  ],
+  time: [
+    [-3, ErrorCode.InvalidRequest],
+    [2n ** 53n, ErrorCode.InvalidRequest],
+    [I64.max, ErrorCode.InvalidRequest],
+    [I64.min, ErrorCode.InvalidRequest],
+  ],
+};
+
+function withField(fields: readonly Field[], index: number, value: number | bigint): Field[] {
+  return fields.map((f, i) => (i === index ? { ...f, value } : f));
+}
+
+function hostileCases(fields: readonly Field[]): [string, Field[], ErrorCodeValue][] {
+  const cases: [string, Field[], ErrorCodeValue][] = [];
+  fields.forEach((f, i) => {
+    if (f.role === undefined) return;
+    for (const [value, code] of hostile[f.role]) cases.push([`${f.name} = ${value}`, withField(fields, i, value), code]);
+  });
+  return cases;
+}
+
+describe('hostile values in every length, count, size and number field', () => {
+  for (const [name, fields] of Object.entries(requestLayouts)) {
+    describe(name, () => {
+      it('the unmodified layout decodes', () => {
+        expect(() => decodeRequest(build(fields))).not.toThrow();
+      });
+      it.each(hostileCases(fields))('%s', (_, mutated, code) => {
+        expectProtocolError(() => decodeRequest(build(mutated)), code);
+      });
+    });
+  }
+
+  for (const [name, { fields, errorCode, decode }] of Object.entries(responseLayouts)) {
+    describe(`${name} response`, () => {
+      it('the unmodified layout decodes', () => {
+        expect(() => decode(build(fields), errorCode)).not.toThrow();
+      });
+      it.each(hostileCases(fields))('%s', (_, mutated, code) => {
+        expectProtocolError(() => decode(build(mutated), errorCode), code);
+      });
+    });
+  }
+
+  it('a FETCH may ask for up to 2^31-1 bytes (the broker applies its own limit)', () => {
+    const fields = requestLayouts.FETCH!;
+    const r = decodeRequest(build(withField(fields, fields.findIndex((f) => f.role === 'maxBytes'), I32.max)));
+    expect(r.type === RequestType.Fetch && r.fetch.maxBytes).toBe(I32.max);
+  });
+
+  it('int64 values at the edge of the safe range are accepted', () => {
+    for (const v of [Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER]) {
+      const d = new Decoder(build([i64('v', v)]));
+      expect(d.readInt64()).toBe(v);
+    }
+  });
+});
+
+describe('unknown request types', () => {
+  it.each([7, 8, 99, 0x7fff, -1, -0x8000])('type %i is UnknownRequestType', (type) => {
+    const frame = build([i16('type', type), ...requestLayouts.FETCH!.slice(1)]);
+    const err = expectProtocolError(() => decodeRequest(frame), ErrorCode.UnknownRequestType);
+    expect(err.message).toContain(String(type));
+  });
+
+  it('an empty or one-byte frame is InvalidRequest', () => {
+    expectProtocolError(() => decodeRequest(Buffer.alloc(0)), ErrorCode.InvalidRequest);
+    expectProtocolError(() => decodeRequest(Buffer.alloc(1)), ErrorCode.InvalidRequest);
+    expectProtocolError(() => openFrame(Buffer.alloc(1)), ErrorCode.InvalidRequest);
+  });
+});
+
+describe('invalid topic names in every request and response that carries one', () => {
+  const badTopics: [string, Buffer][] = [
+    ['""', Buffer.alloc(0)],
+    ['"."', Buffer.from('.')],
+    ['".."', Buffer.from('..')],
+    ['"a/b"', Buffer.from('a/b')],
+    ['"../etc"', Buffer.from('../etc')],
+    ['300 characters', Buffer.from('a'.repeat(300))],
+    ['250 characters', Buffer.from('a'.repeat(250))],
+    ['a space', Buffer.from('a b')],
+    ['non-ASCII', Buffer.from('tōpic')],
+    ['invalid UTF-8', Buffer.from([0x61, 0xff, 0xfe])],
+    ['a NUL byte', Buffer.from([0x61, 0x00])],
+  ];
+  const layouts: [string, Field[], (b: Buffer) => unknown][] = [
+    ...Object.entries(requestLayouts).map(([n, f]): [string, Field[], (b: Buffer) => unknown] => [n, f, (b) => decodeRequest(b)]),
+    ...Object.entries(responseLayouts).map(([n, r]): [string, Field[], (b: Buffer) => unknown] => [`${n} response`, r.fields, (b) => r.decode(b, r.errorCode)]),
+  ].filter(([, fields]) => fields.some((f) => f.role === 'strlen'));
+
+  for (const [name, fields, decode] of layouts) {
+    it.each(badTopics)(`${name}: %s is InvalidTopic`, (_, bytes) => {
+      // Replace every topic of the layout with the bad one, with a matching length.
+      const mutated = fields.map((f, i) => {
+        if (f.role === 'strlen') return { ...f, value: bytes.length };
+        if (i > 0 && fields[i - 1]!.role === 'strlen') return { ...f, value: bytes };
+        return f;
+      });
+      expectProtocolError(() => decode(build(mutated)), ErrorCode.InvalidTopic);
+    });
+  }
+
+  it('a 249-character topic is valid', () => {
+    const t = 'x'.repeat(249);
+    const r = decodeRequest(unframe(encodeMetadataRequest([t])));
+    expect(r.type === RequestType.Metadata && r.topics).toStrictEqual([t]);
+  });
+});
+
+describe('decoders do not hang on large counts', () => {
+  it('a MULTIFETCH claiming 32767 parts with one present fails fast', () => {
+    const fields = requestLayouts.MULTIFETCH!;
+    const started = Date.now();
+    expectProtocolError(() => decodeRequest(build(withField(fields, 1, 0x7fff))), ErrorCode.InvalidRequest);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('an OFFSETS response claiming 2^31-1 offsets fails fast', () => {
+    const started = Date.now();
+    expectProtocolError(() => decodeOffsetsResponse(new Decoder(build([i32('count', I32.max), i64('o', 0)]))), ErrorCode.InvalidRequest);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
