@@ -50,6 +50,8 @@ export class LogManager {
   readonly config: Readonly<LogManagerConfig>;
   /** Topic → partition count. */
   readonly #topics = new Map<string, number>();
+  /** Called after each topic this manager creates. */
+  readonly #topicListeners = new Set<(topic: string, partitions: number) => void>();
   /** `<topic>-<partition>` → open log. */
   readonly #logs = new Map<string, Log>();
   /** Runs retention every `retentionCheckIntervalMs` (unref'd). */
@@ -144,7 +146,19 @@ export class LogManager {
     for (let p = 0; p < count; p++) this.#openLog(topic, p, false);
     this.#topics.set(topic, count);
     this.#logger.info({ topic, partitions: count }, 'created topic');
+    for (const listener of this.#topicListeners) listener(topic, count);
     return count;
+  }
+
+  /**
+   * Calls `listener(topic, partitionCount)` after each topic this manager creates (not for
+   * topics loaded from disk at open; read those from `topics()`). A cluster broker registers
+   * new topics in ZooKeeper this way (SPEC §4).
+   * @returns a function that removes the listener
+   */
+  onTopicCreated(listener: (topic: string, partitions: number) => void): () => void {
+    this.#topicListeners.add(listener);
+    return () => this.#topicListeners.delete(listener);
   }
 
   /** Topic → partition count (a live read-only view). */

@@ -13,6 +13,8 @@ describe('LogManager', () => {
     expect(fs.existsSync(logDir)).toBe(true);
     expect(manager.getLog('clicks', 0)).toBeUndefined();
     expect(manager.partitionCount('clicks')).toBeUndefined();
+    const created: [string, number][] = [];
+    const stopListening = manager.onTopicCreated((topic, partitions) => created.push([topic, partitions]));
 
     const log = manager.getOrCreateLog('clicks', 1);
     expect([log.topic, log.partition, log.dir]).toEqual(['clicks', 1, path.join(logDir, 'clicks-1')]);
@@ -24,6 +26,10 @@ describe('LogManager', () => {
     expect([...manager.topics()]).toEqual([['clicks', 3]]);
     expect([...manager.logs()]).toHaveLength(3);
     expect(manager.createTopic('clicks')).toBe(3);
+    expect(created).toEqual([['clicks', 3]]);
+    stopListening();
+    manager.createTopic('unheard');
+    expect(created).toEqual([['clicks', 3]]);
 
     let err: unknown;
     try {
@@ -39,7 +45,7 @@ describe('LogManager', () => {
     expect(() => manager.createTopic('')).toThrow(InvalidTopicError);
     expect(() => manager.getOrCreateLog('fresh', 3)).toThrow(WrongPartitionError);
     expect(manager.partitionCount('fresh')).toBeUndefined();
-    expect(fs.readdirSync(logDir).sort()).toEqual(['clicks-0', 'clicks-1', 'clicks-2']);
+    expect(fs.readdirSync(logDir).sort()).toEqual(['clicks-0', 'clicks-1', 'clicks-2', 'unheard-0', 'unheard-1', 'unheard-2']);
     await manager.close();
   });
 
