@@ -1,0 +1,145 @@
+/** Producer against a real broker: acknowledgements, partitioning, batching, errors (SPEC §5). */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCode } from '@klog/protocol';
+import { hashPartitioner, KlogBrokerError, KlogConnectionError, parseBrokerList, Producer, SimpleConsumer } from '../src/index.js';
+import { startTestBroker, type TestBroker } from './helpers.js';
+
+describe('Producer', () => {
+  let a: TestBroker;
+  let b: TestBroker;
+  beforeAll(async () => {
+    // Slow flushing so that only acks 2 can make messages visible at once.
+    a = await startTestBroker({ numPartitions: 2, flushMessages: 100_000, flushIntervalMs: 60_000, maxMessageBytes: 4096 });
+    b = await startTestBroker({ numPartitions: 3 });
+  });
+  afterAll(async () => {
+    await a.stop();
+    await b.stop();
+  });
+
+  it('numbers partitions over the broker list: each broker in order, its partitions', async () => {
+    const p = new Producer({ brokerList: `${a.address},${b.address}`, acks: 1 });
+    expect(await p.partitionCount('spread')).toBe(5);
+    const meta = await p.send('spread', [0, 1, 2, 3, 4].map((partition) => ({ value: `to ${partition}`, partition })));
+    expect(meta.map((m) => m.partition)).toEqual([0, 1, 2, 3, 4]);
+    await p.close();
+    // Partition 3 over the list is partition 1 of broker b.
+    const c = new SimpleConsumer({ host: b.host, port: b.port });
+    const got = [];
+    for await (const m of c.messages({ topic: 'spread', partition: 1, offset: 0, maxWaitMs: 200 })) {
+      got.push(m.payload.toString());
+      break;
+    }
+    expect(got).toEqual(['to 3']);
+    await c.close();
+  });
+
+  it('acks 1 returns the offset of every record', async () => {
+    const p = new Producer({ brokerList: a.address, acks: 1 });
+    const meta = await p.send('acked', [{ value: 'one', partition: 0 }, { value: 'three', partition: 0 }, { value: 'x', partition: 1 }]);
+    expect(meta).toEqual([
+      { topic: 'acked', partition: 0, offset: 0, nextOffset: 13 },
+      { topic: 'acked', partition: 0, offset: 13, nextOffset: 28 },
+      { topic: 'acked', partition: 1, offset: 0, nextOffset: 11 },
+    ]);
+    const more = await p.send('acked', [{ value: 'four', partition: 0 }]);
+    expect(more[0]).toMatchObject({ offset: 28, nextOffset: 28 + 14 });
+    await p.close();
+  });
+
+  it('acks 2 returns offsets once flushed, so a fetch sees the messages at once', async () => {
+    const p = new Producer({ brokerList: a.address, acks: 2, batchSize: 3 });
+    const values = ['alpha', 'beta', 'gamma', 'delta'];
+    const meta = await p.send('flushed', values.map((value) => ({ value, partition: 0 })));
+    expect(meta.map((m) => m.offset)).toEqual([0, 15, 29, 44]);
+    const c = new SimpleConsumer({ host: a.host, port: a.port });
+    const r = await c.fetch({ topic: 'flushed', partition: 0, offset: 0, maxBytes: 1024 });
+    expect(r.messages.map((m) => [m.offset, m.payload.toString()])).toEqual(meta.map((m, i) => [m.offset, values[i]]));
+    expect(r.nextOffset).toBe(meta[3]!.nextOffset);
+    await c.close();
+    await p.close();
+  });
+
+  it('partitions by key deterministically: the same key always lands in the same partition', async () => {
+    const p = new Producer({ brokerList: `${a.address},${b.address}`, acks: 1 });
+    const keys = Array.from({ length: 40 }, (_, i) => `user-${i % 10}`);
+    const first = await p.send('keyed', keys.map((key, i) => ({ key, value: `${key} #${i}` })));
+    const second = await p.send('keyed', keys.map((key) => ({ key, value: 'again' })));
+    const partitionOf = new Map<string, number>();
+    [...first, ...second].forEach((m, i) => {
+      const key = keys[i % keys.length]!;
+      expect(m.partition).toBe(hashPartitioner(Buffer.from(key), 5));
+      if (partitionOf.has(key)) expect(m.partition).toBe(partitionOf.get(key));
+      partitionOf.set(key, m.partition);
+    });
+    // Ten keys over five partitions use more than one partition.
+    expect(new Set(partitionOf.values()).size).toBeGreaterThan(1);
+    // A second producer (fresh state) agrees.
+    const p2 = new Producer({ brokerList: `${a.address},${b.address}`, acks: 1 });
+    const again = await p2.send('keyed', [{ key: 'user-3', value: 'x' }]);
+    expect(again[0]!.partition).toBe(partitionOf.get('user-3'));
+    await p.close();
+    await p2.close();
+  });
+
+  it('spreads keyless records over partitions at random', async () => {
+    const p = new Producer({ brokerList: b.address, acks: 1, batchSize: 1000 });
+    const meta = await p.send('random', Array.from({ length: 300 }, (_, i) => ({ value: `m${i}` })));
+    expect(new Set(meta.map((m) => m.partition))).toEqual(new Set([0, 1, 2]));
+    await p.close();
+  });
+
+  it('batches by count and by linger time', async () => {
+    const p = new Producer({ brokerList: b.address, batchSize: 10, lingerMs: 50 });
+    // Fewer than batchSize: sent once the linger time is up, without flush().
+    await p.send('linger', [{ value: 'late', partition: 0 }]);
+    const c = new SimpleConsumer({ host: b.host, port: b.port });
+    const started = Date.now();
+    let got: string | undefined;
+    for await (const m of c.messages({ topic: 'linger', partition: 0, offset: 0, maxWaitMs: 2000 })) {
+      got = m.payload.toString();
+      break;
+    }
+    expect(got).toBe('late');
+    expect(Date.now() - started).toBeLessThan(3000);
+    await c.close();
+    await p.close();
+  });
+
+  it('rejects a message over the broker limit with a typed error, and an unknown partition', async () => {
+    const p = new Producer({ brokerList: a.address, acks: 1 });
+    const err = await p.send('big', [{ value: Buffer.alloc(5000), partition: 0 }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(KlogBrokerError);
+    expect((err as KlogBrokerError).code).toBe(ErrorCode.MessageSizeTooLarge);
+    expect((err as KlogBrokerError).topic).toBe('big');
+    await expect(p.send('big', [{ value: 'x', partition: 2 }])).rejects.toThrow(RangeError);
+    await p.close();
+    await expect(p.send('big', [{ value: 'x' }])).rejects.toThrow(/closed/);
+  });
+
+  it('bounds the bytes in flight and still delivers everything', async () => {
+    const p = new Producer({ brokerList: b.address, acks: 1, batchSize: 20, maxInFlightBytes: 8 * 1024 });
+    const records = Array.from({ length: 2000 }, (_, i) => ({ value: Buffer.alloc(100, i & 0xff), partition: 2 }));
+    const meta = await p.send('bounded', records);
+    expect(meta).toHaveLength(2000);
+    for (let i = 1; i < meta.length; i++) expect(meta[i]!.offset).toBe(meta[i - 1]!.nextOffset);
+    await p.close();
+  });
+
+  it('reports an unreachable broker as a connection error', async () => {
+    const p = new Producer({ brokerList: '127.0.0.1:1', connectTimeoutMs: 2000 });
+    await expect(p.send('nowhere', [{ value: 'x' }])).rejects.toBeInstanceOf(KlogConnectionError);
+    await p.close();
+  });
+
+  it('parses broker lists and rejects bad ones', () => {
+    expect(parseBrokerList('a:1, b:2,[::1]:3')).toEqual([
+      { host: 'a', port: 1 },
+      { host: 'b', port: 2 },
+      { host: '::1', port: 3 },
+    ]);
+    expect(() => parseBrokerList('')).toThrow(/empty/);
+    expect(() => parseBrokerList('a:1,b')).toThrow(/"b"/);
+    expect(() => parseBrokerList('a:70000')).toThrow(/host:port/);
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * The `klog` command (SPEC §6): builds the commander program and runs it so that bad input or a
+ * failure ends in one line on stderr and a non-zero exit code, never a stack trace.
+ */
+import { Command, CommanderError } from 'commander';
+import { registerConsume } from './commands/consume.js';
+import { registerDumpLog } from './commands/dump-log.js';
+import { registerOffsets } from './commands/offsets.js';
+import { registerPerf } from './commands/perf.js';
+import { registerProduce } from './commands/produce.js';
+
+/** The `klog` program with every subcommand. */
+export function buildProgram(): Command {
+  const program = new Command('klog')
+    .description('klog command-line tool: produce, consume, offsets, dump-log, perf (logs: KLOG_LOG_LEVEL, default warn)')
+    .exitOverride()
+    .showSuggestionAfterError(true);
+  registerProduce(program);
+  registerConsume(program);
+  registerOffsets(program);
+  registerDumpLog(program);
+  registerPerf(program);
+  return program;
+}
+
+/**
+ * Runs `klog` with `argv` (as process.argv) and sets process.exitCode: 0 on success, commander's
+ * code (1) on bad input, 1 on a failure, each failure reported as one line on stderr.
+ */
+export async function runCli(argv: readonly string[]): Promise<void> {
+  const onFatal = (e: unknown): void => {
+    process.stderr.write(`klog: error: ${oneLine(e)}\n`);
+    process.exit(1);
+  };
+  process.on('uncaughtException', onFatal);
+  process.on('unhandledRejection', onFatal);
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    // The reader went away (e.g. `klog consume ... | head`): stop quietly.
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    onFatal(e);
+  });
+  try {
+    await buildProgram().parseAsync([...argv]);
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // commander has already printed its one-line message (or the help).
+      process.exitCode = e.exitCode;
+      return;
+    }
+    process.stderr.write(`klog ${commandName(argv)}error: ${oneLine(e)}\n`);
+    process.exitCode = 1;
+  }
+}
+
+function commandName(argv: readonly string[]): string {
+  const words = argv.slice(2).filter((a) => !a.startsWith('-'));
+  const first = words[0];
+  if (first === undefined) return '';
+  return first === 'perf' && words[1] !== undefined ? `perf ${words[1]}: ` : `${first}: `;
+}
+
+function oneLine(e: unknown): string {
+  const text = e instanceof Error ? e.message : String(e);
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}

@@ -1,0 +1,95 @@
+/**
+ * `klog consume`: the simple consumer (SPEC §3, §6). Prints payloads one per line on stdout
+ * from a start offset, following the partition until it has --max-messages or nothing new
+ * came for --idle-timeout-ms.
+ */
+import type { Command } from 'commander';
+import { type BrokerAddress, SimpleConsumer } from '@klog/client';
+import { createLogger } from '../logger.js';
+import { intParser, parseBroker, parseStartOffset, parseTopic, type StartOffset } from '../options.js';
+import { OutputWriter } from '../output.js';
+
+interface ConsumeOptions {
+  broker: BrokerAddress;
+  topic: string;
+  partition: number;
+  offset: StartOffset;
+  maxMessages?: number;
+  fetchBytes: number;
+  maxFetchBytes: number;
+  maxWaitMs: number;
+  printOffsets?: boolean;
+  idleTimeoutMs?: number;
+}
+
+/** Adds `klog consume` to `program`. */
+export function registerConsume(program: Command): void {
+  program
+    .command('consume')
+    .description('print the messages of a partition on stdout, one per line')
+    .requiredOption('--broker <host:port>', 'broker holding the partition', parseBroker)
+    .requiredOption('--topic <topic>', 'topic to read', parseTopic)
+    .option('--partition <n>', 'partition to read', intParser(0), 0)
+    .option('--offset <earliest|latest|N>', 'where to start: the oldest message, the log end, or a byte offset', parseStartOffset, 'earliest')
+    .option('--max-messages <n>', 'exit 0 after printing this many messages', intParser(1))
+    .option('--fetch-bytes <bytes>', 'bytes per fetch (grown for a larger message)', intParser(1, 2 ** 31 - 1, true), 1024 * 1024)
+    .option('--max-fetch-bytes <bytes>', 'largest fetch; a larger message is an error', intParser(1, 2 ** 31 - 1, true), 16 * 1024 * 1024)
+    .option('--max-wait-ms <ms>', 'long-poll wait per fetch at the log end', intParser(0, 2 ** 31 - 1), 1000)
+    .option('--print-offsets', 'prefix each line with the message offset and a tab')
+    .option('--idle-timeout-ms <ms>', 'exit 0 once no new message came for this long (default: wait for ever)', intParser(1))
+    .action(async (opts: ConsumeOptions) => consume(opts));
+}
+
+async function consume(opts: ConsumeOptions): Promise<void> {
+  const logger = createLogger('klog-consume');
+  const consumer = new SimpleConsumer({ ...opts.broker, maxFetchBytes: Math.max(opts.maxFetchBytes, opts.fetchBytes) });
+  const out = new OutputWriter();
+  const stop = new AbortController();
+  let idleTimer: NodeJS.Timeout | undefined;
+  const armIdle = (): void => {
+    if (opts.idleTimeoutMs === undefined) return;
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => stop.abort(), opts.idleTimeoutMs);
+  };
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let printed = 0;
+  try {
+    const { topic, partition } = opts;
+    const offset =
+      opts.offset === 'earliest'
+        ? await consumer.earliestOffset(topic, partition)
+        : opts.offset === 'latest'
+          ? await consumer.latestOffset(topic, partition)
+          : opts.offset;
+    logger.info({ broker: consumer.broker, topic, partition, offset }, 'consuming');
+    armIdle();
+    const newline = Buffer.from('\n');
+    const batches = consumer.messageBatches({
+      topic,
+      partition,
+      offset,
+      fetchBytes: opts.fetchBytes,
+      maxWaitMs: opts.maxWaitMs,
+      signal: stop.signal,
+    });
+    outer: for await (const batch of batches) {
+      armIdle();
+      for (const m of batch) {
+        if (opts.printOffsets) await out.write(Buffer.from(`${m.offset}\t`));
+        await out.write(m.payload);
+        await out.write(newline);
+        if (++printed === opts.maxMessages) break outer;
+      }
+      await out.flush();
+    }
+    await out.flush();
+    logger.info({ messages: printed }, 'done');
+  } finally {
+    clearTimeout(idleTimer);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await consumer.close();
+  }
+}

@@ -1,0 +1,33 @@
+/** `klog offsets`: the OFFSETS request (SPEC §3): segment start offsets before a time, newest first, one per line. */
+import type { Command } from 'commander';
+import { type BrokerAddress, SimpleConsumer } from '@klog/client';
+import { intParser, parseBroker, parseOffsetsTime, parseTopic } from '../options.js';
+
+interface OffsetsOptions {
+  broker: BrokerAddress;
+  topic: string;
+  partition: number;
+  time: number;
+  maxOffsets: number;
+}
+
+/** Adds `klog offsets` to `program`. */
+export function registerOffsets(program: Command): void {
+  program
+    .command('offsets')
+    .description('print offsets of a partition before a time, newest first, one per line')
+    .requiredOption('--broker <host:port>', 'broker holding the partition', parseBroker)
+    .requiredOption('--topic <topic>', 'topic', parseTopic)
+    .option('--partition <n>', 'partition', intParser(0), 0)
+    .option('--time <latest|earliest|ms>', 'latest: the log end; earliest: the oldest offset; else ms since the epoch', parseOffsetsTime, -1)
+    .option('--max-offsets <n>', 'most offsets to print', intParser(1, 2 ** 31 - 1), 1)
+    .action(async (opts: OffsetsOptions) => {
+      const consumer = new SimpleConsumer(opts.broker);
+      try {
+        const offsets = await consumer.offsetsBefore(opts.topic, opts.partition, opts.time, opts.maxOffsets);
+        process.stdout.write(offsets.map((o) => `${o}\n`).join(''));
+      } finally {
+        await consumer.close();
+      }
+    });
+}

@@ -1,0 +1,80 @@
+/**
+ * Parsers for command-line values. Each throws commander's InvalidArgumentError, which commander
+ * reports as one line naming the option and the value.
+ */
+import { InvalidArgumentError } from 'commander';
+import { type BrokerAddress, KlogError, parseBrokerAddress, parseBrokerList } from '@klog/client';
+import { validateTopic } from '@klog/protocol';
+
+/** An integer ≥ `min` (and ≤ `max`); accepts `1k`, `1M`, `1G` suffixes for byte sizes when `sizes` is set. */
+export function intParser(min: number, max = Number.MAX_SAFE_INTEGER, sizes = false): (value: string) => number {
+  return (value) => {
+    const m = (sizes ? /^(\d+)([kKmMgG]i?[bB]?)?$/ : /^(\d+)$/).exec(value.trim());
+    if (!m) throw new InvalidArgumentError(`expected an integer${sizes ? ' (suffixes k, M, G allowed)' : ''}.`);
+    const unit = (m[2] ?? '').charAt(0).toLowerCase();
+    const n = Number(m[1]) * (unit === 'k' ? 1024 : unit === 'm' ? 1024 ** 2 : unit === 'g' ? 1024 ** 3 : 1);
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`expected an integer in ${min}..${max === Number.MAX_SAFE_INTEGER ? '' : max}.`);
+    }
+    return n;
+  };
+}
+
+/** Where a consumer starts: a named end of the partition or a byte offset. */
+export type StartOffset = 'earliest' | 'latest' | number;
+
+/** `earliest`, `latest` or a non-negative byte offset. */
+export function parseStartOffset(value: string): StartOffset {
+  if (value === 'earliest' || value === 'latest') return value;
+  if (/^\d+$/.test(value) && Number.isSafeInteger(Number(value))) return Number(value);
+  throw new InvalidArgumentError('expected earliest, latest or a non-negative byte offset.');
+}
+
+/** `latest` (−1), `earliest` (−2) or ms since the epoch, as an OFFSETS request's time. */
+export function parseOffsetsTime(value: string): number {
+  if (value === 'latest') return -1;
+  if (value === 'earliest') return -2;
+  if (/^\d+$/.test(value) && Number.isSafeInteger(Number(value))) return Number(value);
+  throw new InvalidArgumentError('expected latest, earliest or ms since the epoch.');
+}
+
+/** `0`, `1` or `2`. */
+export function parseAcks(value: string): 0 | 1 | 2 {
+  if (value === '0' || value === '1' || value === '2') return Number(value) as 0 | 1 | 2;
+  throw new InvalidArgumentError('expected 0 (no acknowledgement), 1 (appended) or 2 (flushed).');
+}
+
+/** One `host:port`. */
+export function parseBroker(value: string): BrokerAddress {
+  try {
+    return parseBrokerAddress(value);
+  } catch (e) {
+    throw new InvalidArgumentError(`${(e as KlogError).message}.`);
+  }
+}
+
+/** `host:port[,host:port...]`, kept as given once checked. */
+export function parseBrokerListOption(value: string): string {
+  try {
+    parseBrokerList(value);
+    return value;
+  } catch (e) {
+    throw new InvalidArgumentError(`${(e as KlogError).message}.`);
+  }
+}
+
+/** A topic name (1-249 characters of `[A-Za-z0-9._-]`). */
+export function parseTopic(value: string): string {
+  try {
+    validateTopic(value);
+    return value;
+  } catch (e) {
+    throw new InvalidArgumentError(`${(e as Error).message}.`);
+  }
+}
+
+/** A non-empty string. */
+export function parseNonEmpty(value: string): string {
+  if (value === '') throw new InvalidArgumentError('must not be empty.');
+  return value;
+}
