@@ -45,7 +45,7 @@ async function main() {
   const expected = lines.length === 0 ? Buffer.alloc(0) : Buffer.from(lines.join('\n') + '\n');
   console.log(`quickstart: ${lines.length} lines, ${text.length} bytes from ${input}`);
 
-  const broker = spawn(process.execPath, [bin('klog-broker'), '--port', '0', '--log-dir', join(work, 'logs')], {
+  const broker = spawn(bin('klog-broker'), ['--port', '0', '--log-dir', join(work, 'logs')], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const port = await new Promise((resolve, reject) => {
@@ -58,10 +58,10 @@ async function main() {
   console.log(`quickstart: broker listening on 127.0.0.1:${port}, logs in ${join(work, 'logs')}`);
   try {
     const t0 = performance.now();
-    await run(process.execPath, [bin('klog'), 'produce', '--broker-list', `127.0.0.1:${port}`, '--topic', 'quickstart', '--file', input, '--acks', '2']);
+    await run(bin('klog'), ['produce', '--broker-list', `127.0.0.1:${port}`, '--topic', 'quickstart', '--file', input, '--acks', '2']);
     const t1 = performance.now();
-    const out = await run(process.execPath, [
-      bin('klog'), 'consume', '--broker', `127.0.0.1:${port}`, '--topic', 'quickstart', '--offset', 'earliest',
+    const out = await run(bin('klog'), [
+      'consume', '--broker', `127.0.0.1:${port}`, '--topic', 'quickstart', '--offset', 'earliest',
       '--max-messages', String(lines.length), '--idle-timeout-ms', '5000',
     ]);
     const t2 = performance.now();
