@@ -72,15 +72,10 @@ cmd_install() {
 }
 
 # Sends a four-letter word and prints the answer; fails when nothing answers.
+# Plain bash (/dev/tcp), so it needs no nc.
 four_letter_word() {
-  local word=$1
-  if command -v nc >/dev/null 2>&1; then
-    printf '%s' "$word" | timeout 3 nc -q 1 "$HOST" "$PORT" 2>/dev/null \
-      || printf '%s' "$word" | timeout 3 nc "$HOST" "$PORT" 2>/dev/null
-  else
-    timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1" || exit 1; printf "%s" "$2" >&3; cat <&3' \
-      "$HOST" "$PORT" "$word" 2>/dev/null
-  fi
+  timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1" || exit 1; printf "%s" "$2" >&3; cat <&3' \
+    "$HOST" "$PORT" "$1" 2>/dev/null
 }
 
 answers_imok() {
@@ -123,11 +118,18 @@ EOF
 cmd_start() {
   local pid
   if pid=$(running_pid); then
-    if answers_imok; then
-      log "already running (pid $pid)"
-      echo "$HOST:$PORT"
-      return 0
-    fi
+    # Ours and alive: maybe still starting; wait for it rather than start a second one.
+    local deadline=$((SECONDS + START_TIMEOUT_S))
+    until is_serving; do
+      if ! kill -0 "$pid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+        log "ZooKeeper pid $pid (from $PIDFILE) does not serve on $HOST:$PORT; run '$0 stop' first"
+        return 1
+      fi
+      sleep 0.2
+    done
+    log "already running (pid $pid)"
+    echo "$HOST:$PORT"
+    return 0
   fi
   if answers_imok; then
     log "a ZooKeeper not started by this script already answers on $HOST:$PORT; using it"

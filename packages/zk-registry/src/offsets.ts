@@ -1,0 +1,86 @@
+/**
+ * Committed consumer offsets (SPEC §4).
+ *
+ * `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>`, persistent, value the next
+ * byte offset to read as a decimal string (Kafka 0.7). A stored value that is not a
+ * non-negative decimal integer within `Number.MAX_SAFE_INTEGER` reads as missing, with a
+ * warning, so that the consumer falls back to its `auto.offset.reset` policy.
+ */
+import { ZkError } from './errors.js';
+import type { ZkLogger } from './logger.js';
+import { offsetPath, offsetsGroupPath, offsetsPath, parsePartitionName, type BrokerPartition } from './paths.js';
+import type { ZkClient } from './zk-client.js';
+
+/** A committed offset of one partition. */
+export interface PartitionOffset extends BrokerPartition {
+  /** Next byte offset to read; undefined when the stored value is invalid. */
+  readonly offset: number | undefined;
+}
+
+/** Parses a stored offset: a non-negative safe integer in decimal, else undefined. */
+export function parseOffset(value: string): number | undefined {
+  const text = value.trim();
+  if (!/^\d{1,16}$/.test(text)) return undefined;
+  const offset = Number(text);
+  return Number.isSafeInteger(offset) ? offset : undefined;
+}
+
+/** Commits and reads `/consumers/<group>/offsets` (SPEC §4). */
+export class OffsetRegistry {
+  private readonly logger: ZkLogger;
+
+  constructor(
+    private readonly zk: ZkClient,
+    options: { logger?: ZkLogger } = {},
+  ) {
+    this.logger = options.logger ?? zk.logger;
+  }
+
+  /**
+   * Commits `offset` (the next byte offset to read) for a partition, creating the node if
+   * needed. Throws {@link ZkError} when `offset` is not a non-negative safe integer.
+   */
+  async commit(group: string, topic: string, partition: BrokerPartition, offset: number): Promise<void> {
+    if (!Number.isSafeInteger(offset) || offset < 0) {
+      throw new ZkError(`invalid offset ${offset} for ${topic} ${partition.brokerId}-${partition.partition}: must be a non-negative integer`);
+    }
+    await this.zk.put(offsetPath(group, topic, partition.brokerId, partition.partition), String(offset));
+  }
+
+  /**
+   * The committed offset of a partition; undefined when none is stored or the stored value
+   * is invalid (missing: silently; invalid: logged as a warning).
+   */
+  async read(group: string, topic: string, partition: BrokerPartition): Promise<number | undefined> {
+    const path = offsetPath(group, topic, partition.brokerId, partition.partition);
+    const node = await this.zk.getData(path);
+    if (node === undefined) return undefined;
+    return this.decode(node.data.toString('utf8'), path);
+  }
+
+  /** Every committed offset of `topic` in `group`, sorted by broker id then partition. */
+  async list(group: string, topic: string): Promise<PartitionOffset[]> {
+    const out: PartitionOffset[] = [];
+    for (const name of await this.zk.getChildren(offsetsPath(group, topic))) {
+      const bp = parsePartitionName(name);
+      if (bp === undefined) continue;
+      const node = await this.zk.getData(offsetPath(group, topic, bp.brokerId, bp.partition));
+      if (node === undefined) continue;
+      out.push({ ...bp, offset: this.decode(node.data.toString('utf8'), `${offsetsPath(group, topic)}/${name}`) });
+    }
+    return out.sort((a, b) => a.brokerId - b.brokerId || a.partition - b.partition);
+  }
+
+  /** Topics with committed offsets in `group`, sorted. */
+  async listTopics(group: string): Promise<string[]> {
+    return this.zk.getChildren(offsetsGroupPath(group));
+  }
+
+  private decode(value: string, path: string): number | undefined {
+    const offset = parseOffset(value);
+    if (offset === undefined) {
+      this.logger.warn({ path, value }, 'ignoring an invalid committed offset (not a non-negative integer)');
+    }
+    return offset;
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Partition ownership within a consumer group (SPEC §4).
+ *
+ * `/consumers/<group>/owners/<topic>/<brokerId>-<partition>`, ephemeral, value the owning
+ * consumer thread id (`<consumerId>-<i>`, UTF-8). A claim is one-shot: it is NOT re-created
+ * after session expiry; the consumer re-runs its rebalance on the client's `session` event
+ * and claims again.
+ */
+import { ZkNodeExistsError } from './errors.js';
+import { ownerPath, ownersGroupPath, ownersPath, parsePartitionName, type BrokerPartition } from './paths.js';
+import type { ZkClient } from './zk-client.js';
+import type { ZkLogger } from './logger.js';
+
+/** Who owns one partition. */
+export interface PartitionOwner extends BrokerPartition {
+  /** The owning consumer thread id. */
+  readonly owner: string;
+}
+
+/** Claims, releases and reads `/consumers/<group>/owners` (SPEC §4). */
+export class OwnershipRegistry {
+  private readonly logger: ZkLogger;
+
+  constructor(
+    private readonly zk: ZkClient,
+    options: { logger?: ZkLogger } = {},
+  ) {
+    this.logger = options.logger ?? zk.logger;
+  }
+
+  /**
+   * Claims a partition for `threadId` with an ephemeral node of this session. Returns true
+   * when this session now owns it for `threadId` (also when it already did), false when it
+   * is owned by someone else (another session, or another thread id). Throws
+   * {@link ZkSessionExpiredError} when the session expired during the claim.
+   */
+  async claim(group: string, topic: string, partition: BrokerPartition, threadId: string): Promise<boolean> {
+    const path = ownerPath(group, topic, partition.brokerId, partition.partition);
+    try {
+      await this.zk.create(path, threadId, { mode: 'ephemeral' });
+      return true;
+    } catch (error) {
+      if (!(error instanceof ZkNodeExistsError)) throw error;
+    }
+    const node = await this.zk.getData(path);
+    if (node === undefined) return this.claim(group, topic, partition, threadId); // released meanwhile
+    const owner = node.data.toString('utf8');
+    const mine = node.stat.ephemeralOwner === this.zk.sessionId && owner === threadId;
+    if (!mine) this.logger.debug({ group, topic, ...partition, owner, threadId }, 'partition already owned');
+    return mine;
+  }
+
+  /**
+   * Releases a partition this session owns. Never removes another session's claim. Returns
+   * whether a node was removed.
+   */
+  async release(group: string, topic: string, partition: BrokerPartition): Promise<boolean> {
+    return this.zk.removeOwnEphemeral(ownerPath(group, topic, partition.brokerId, partition.partition));
+  }
+
+  /** The thread id owning a partition, or undefined when nobody does. */
+  async owner(group: string, topic: string, partition: BrokerPartition): Promise<string | undefined> {
+    return (await this.zk.getData(ownerPath(group, topic, partition.brokerId, partition.partition)))?.data.toString('utf8');
+  }
+
+  /** Every owned partition of `topic` in `group`, sorted by broker id then partition. */
+  async listOwners(group: string, topic: string): Promise<PartitionOwner[]> {
+    const out: PartitionOwner[] = [];
+    for (const name of await this.zk.getChildren(ownersPath(group, topic))) {
+      const bp = parsePartitionName(name);
+      if (bp === undefined) {
+        this.logger.warn({ group, topic, name }, 'ignoring an owner znode whose name is not <brokerId>-<partition>');
+        continue;
+      }
+      const owner = await this.owner(group, topic, bp);
+      if (owner !== undefined) out.push({ ...bp, owner });
+    }
+    return out.sort((a, b) => a.brokerId - b.brokerId || a.partition - b.partition);
+  }
+
+  /** Topics with an owners node in `group`, sorted. */
+  async listTopics(group: string): Promise<string[]> {
+    return this.zk.getChildren(ownersGroupPath(group));
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * Every ZooKeeper path klog uses (SPEC §4), relative to the chroot of the connect string.
+ * No other module writes a path string.
+ *
+ * | path                                                        | kind       | value (see the registries) |
+ * |-------------------------------------------------------------|------------|----------------------------|
+ * | /brokers/ids/<brokerId>                                     | ephemeral  | `<creatorId>:<host>:<port>` |
+ * | /brokers/topics/<topic>/<brokerId>                          | ephemeral  | partition count, decimal    |
+ * | /consumers/<group>/ids/<consumerId>                         | ephemeral  | JSON `{"<topic>": streams}` |
+ * | /consumers/<group>/owners/<topic>/<brokerId>-<partition>    | ephemeral  | owning consumer thread id   |
+ * | /consumers/<group>/offsets/<topic>/<brokerId>-<partition>   | persistent | next offset to read, decimal |
+ *
+ * Every name that becomes a path component is checked: a name that is empty, `.`, `..`,
+ * contains `/` or a control character throws {@link InvalidNameError}.
+ */
+import { InvalidNameError } from './errors.js';
+
+/** A partition of a topic on one broker: the pair the paper's consumers balance over. */
+export interface BrokerPartition {
+  /** Id of the broker that holds the partition (non-negative integer). */
+  readonly brokerId: number;
+  /** Partition number on that broker, 0-based. */
+  readonly partition: number;
+}
+
+// Kafka 0.7's legal topic characters; group and consumer ids only exclude what breaks a path.
+const TOPIC_NAME = /^[a-zA-Z0-9._-]+$/;
+const MAX_NAME_LENGTH = 255;
+// eslint-disable-next-line no-control-regex
+const FORBIDDEN_IN_NAME = /[/\u0000-\u001f\u007f]/;
+
+function checkName(kind: string, name: string): string {
+  if (typeof name !== 'string' || name.length === 0 || name === '.' || name === '..') {
+    throw new InvalidNameError(kind, String(name), 'must be a non-empty name other than "." and ".."');
+  }
+  if (name.length > MAX_NAME_LENGTH) {
+    throw new InvalidNameError(kind, name, `is longer than ${MAX_NAME_LENGTH} characters`);
+  }
+  if (FORBIDDEN_IN_NAME.test(name)) {
+    throw new InvalidNameError(kind, name, 'must not contain "/" or control characters');
+  }
+  return name;
+}
+
+/** Checks a topic name: 1-255 characters of `[a-zA-Z0-9._-]`, not `.` or `..`. Throws {@link InvalidNameError}. */
+export function checkTopic(topic: string): string {
+  checkName('topic', topic);
+  if (!TOPIC_NAME.test(topic)) throw new InvalidNameError('topic', topic, 'may only contain [a-zA-Z0-9._-]');
+  return topic;
+}
+
+/** Checks a consumer group name (any characters but `/` and control characters). Throws {@link InvalidNameError}. */
+export function checkGroup(group: string): string {
+  return checkName('group', group);
+}
+
+/** Checks a consumer id (any characters but `/` and control characters). Throws {@link InvalidNameError}. */
+export function checkConsumerId(consumerId: string): string {
+  return checkName('consumer id', consumerId);
+}
+
+/** Checks a broker id: a non-negative safe integer. Throws {@link InvalidNameError}. */
+export function checkBrokerId(brokerId: number): number {
+  if (!Number.isSafeInteger(brokerId) || brokerId < 0) {
+    throw new InvalidNameError('broker id', String(brokerId), 'must be a non-negative integer');
+  }
+  return brokerId;
+}
+
+/** Checks a partition number: a non-negative int32. Throws {@link InvalidNameError}. */
+export function checkPartition(partition: number): number {
+  if (!Number.isInteger(partition) || partition < 0 || partition > 0x7fffffff) {
+    throw new InvalidNameError('partition', String(partition), 'must be a non-negative int32');
+  }
+  return partition;
+}
+
+/** The znode name of a partition, `<brokerId>-<partition>` (Kafka 0.7). */
+export function partitionName(bp: BrokerPartition): string {
+  return `${checkBrokerId(bp.brokerId)}-${checkPartition(bp.partition)}`;
+}
+
+/** Parses `<brokerId>-<partition>`; undefined when the name is not of that form. */
+export function parsePartitionName(name: string): BrokerPartition | undefined {
+  const m = /^(\d{1,15})-(\d{1,10})$/.exec(name);
+  if (!m) return undefined;
+  const brokerId = Number(m[1]);
+  const partition = Number(m[2]);
+  if (partition > 0x7fffffff) return undefined;
+  return { brokerId, partition };
+}
+
+/** Parses a broker id znode name; undefined unless it is a non-negative decimal integer. */
+export function parseBrokerId(name: string): number | undefined {
+  if (!/^\d{1,15}$/.test(name)) return undefined;
+  return Number(name);
+}
+
+/** `/brokers`: parent of the broker registries. */
+export function brokersPath(): string {
+  return '/brokers';
+}
+
+/** `/brokers/ids`: one ephemeral child per live broker. */
+export function brokerIdsPath(): string {
+  return `${brokersPath()}/ids`;
+}
+
+/** `/brokers/ids/<brokerId>`: ephemeral, the broker's address. */
+export function brokerIdPath(brokerId: number): string {
+  return `${brokerIdsPath()}/${checkBrokerId(brokerId)}`;
+}
+
+/** `/brokers/topics`: one child per topic any broker ever registered. */
+export function brokerTopicsPath(): string {
+  return `${brokersPath()}/topics`;
+}
+
+/** `/brokers/topics/<topic>`: one ephemeral child per live broker holding the topic. */
+export function brokerTopicPath(topic: string): string {
+  return `${brokerTopicsPath()}/${checkTopic(topic)}`;
+}
+
+/** `/brokers/topics/<topic>/<brokerId>`: ephemeral, the topic's partition count on that broker. */
+export function brokerTopicBrokerPath(topic: string, brokerId: number): string {
+  return `${brokerTopicPath(topic)}/${checkBrokerId(brokerId)}`;
+}
+
+/** `/consumers`: one child per consumer group. */
+export function consumersPath(): string {
+  return '/consumers';
+}
+
+/** `/consumers/<group>`: the group's registries. */
+export function consumerGroupPath(group: string): string {
+  return `${consumersPath()}/${checkGroup(group)}`;
+}
+
+/** `/consumers/<group>/ids`: one ephemeral child per live consumer of the group. */
+export function consumerIdsPath(group: string): string {
+  return `${consumerGroupPath(group)}/ids`;
+}
+
+/** `/consumers/<group>/ids/<consumerId>`: ephemeral, the consumer's subscription. */
+export function consumerIdPath(group: string, consumerId: string): string {
+  return `${consumerIdsPath(group)}/${checkConsumerId(consumerId)}`;
+}
+
+/** `/consumers/<group>/owners`: one child per topic the group consumes. */
+export function ownersGroupPath(group: string): string {
+  return `${consumerGroupPath(group)}/owners`;
+}
+
+/** `/consumers/<group>/owners/<topic>`: one ephemeral child per owned partition. */
+export function ownersPath(group: string, topic: string): string {
+  return `${ownersGroupPath(group)}/${checkTopic(topic)}`;
+}
+
+/** `/consumers/<group>/owners/<topic>/<brokerId>-<partition>`: ephemeral, the owning consumer thread id. */
+export function ownerPath(group: string, topic: string, brokerId: number, partition: number): string {
+  return `${ownersPath(group, topic)}/${partitionName({ brokerId, partition })}`;
+}
+
+/** `/consumers/<group>/offsets`: one child per topic the group committed offsets for. */
+export function offsetsGroupPath(group: string): string {
+  return `${consumerGroupPath(group)}/offsets`;
+}
+
+/** `/consumers/<group>/offsets/<topic>`: one persistent child per partition with a committed offset. */
+export function offsetsPath(group: string, topic: string): string {
+  return `${offsetsGroupPath(group)}/${checkTopic(topic)}`;
+}
+
+/** `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>`: persistent, the committed offset. */
+export function offsetPath(group: string, topic: string, brokerId: number, partition: number): string {
+  return `${offsetsPath(group, topic)}/${partitionName({ brokerId, partition })}`;
+}
