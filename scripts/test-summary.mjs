@@ -8,7 +8,7 @@ import { join } from 'node:path';
 let passed = 0;
 let failed = 0;
 let reports = 0;
-for (const group of ['packages', 'apps', 'tools']) {
+for (const group of ['packages', 'apps', 'tools', 'tests']) {
   if (!existsSync(group)) continue;
   for (const name of readdirSync(group)) {
     const file = join(group, name, 'test-results.json');
