@@ -16,8 +16,10 @@ export interface BrokerConfig {
   port: number;
   /** Directory of the partition logs (`log.dir`). */
   logDir: string;
-  /** ZooKeeper connect string (`zookeeper.connect`); absent: standalone broker. */
+  /** ZooKeeper connect string `host:port[,host:port][/chroot]` (`zookeeper.connect`); absent: standalone broker. */
   zookeeper?: string;
+  /** ZooKeeper session timeout in ms (`zookeeper.session.timeout.ms`); default 6000. */
+  zkSessionTimeoutMs: number;
   /** Partitions of an auto-created topic (`num.partitions`); default 1. */
   numPartitions: number;
   /** Segment size in bytes before a roll (`segment.bytes`); default 1 GiB. */
@@ -45,6 +47,7 @@ export const defaultBrokerConfig: Omit<BrokerConfig, 'logDir'> = {
   brokerId: 0,
   host: '127.0.0.1',
   port: 9092,
+  zkSessionTimeoutMs: 6000,
   numPartitions: 1,
   segmentBytes: 1024 * 1024 * 1024,
   flushMessages: 500,
@@ -73,6 +76,7 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
   port: 'port',
   'log.dir': 'logDir',
   'zookeeper.connect': 'zookeeper',
+  'zookeeper.session.timeout.ms': 'zkSessionTimeoutMs',
   'num.partitions': 'numPartitions',
   'segment.bytes': 'segmentBytes',
   'flush.messages': 'flushMessages',
@@ -89,6 +93,7 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
 const minimums: Record<NumericKey, number> = {
   brokerId: 0,
   port: 0,
+  zkSessionTimeoutMs: 1000,
   numPartitions: 1,
   segmentBytes: 64,
   flushMessages: 1,

@@ -26,6 +26,7 @@ const program = new Command('klog-broker')
   .option('--port <port>', 'TCP port, 0 picks a free one (port)', int('port', '--port'))
   .option('--log-dir <dir>', 'directory of the partition logs (log.dir)')
   .option('--zookeeper <connect>', 'ZooKeeper connect string host:port[/chroot] (zookeeper.connect)')
+  .option('--zk-session-timeout-ms <ms>', 'ZooKeeper session timeout (zookeeper.session.timeout.ms)', int('zkSessionTimeoutMs', '--zk-session-timeout-ms'))
   .option('--num-partitions <n>', 'partitions of an auto-created topic (num.partitions)', int('numPartitions', '--num-partitions'))
   .option('--segment-bytes <bytes>', 'segment size before a roll (segment.bytes)', int('segmentBytes', '--segment-bytes'))
   .option('--flush-messages <n>', 'flush after this many messages (flush.messages)', int('flushMessages', '--flush-messages'))
@@ -43,16 +44,13 @@ async function main(): Promise<void> {
   const o = program.opts<Record<string, string | number | undefined>>();
   const settings: Partial<BrokerConfig> = o.config !== undefined ? readPropertiesFile(String(o.config)) : {};
   const flags: [string, keyof BrokerConfig][] = [
-    ['brokerId', 'brokerId'], ['host', 'host'], ['port', 'port'], ['logDir', 'logDir'], ['zookeeper', 'zookeeper'],
+    ['brokerId', 'brokerId'], ['host', 'host'], ['port', 'port'], ['logDir', 'logDir'], ['zookeeper', 'zookeeper'], ['zkSessionTimeoutMs', 'zkSessionTimeoutMs'],
     ['numPartitions', 'numPartitions'], ['segmentBytes', 'segmentBytes'], ['flushMessages', 'flushMessages'],
     ['flushMs', 'flushIntervalMs'], ['retentionMs', 'retentionMs'], ['retentionBytes', 'retentionBytes'],
     ['retentionCheckIntervalMs', 'retentionCheckIntervalMs'], ['maxMessageBytes', 'maxMessageBytes'], ['maxRequestBytes', 'maxRequestBytes'],
   ];
   for (const [flag, key] of flags) if (o[flag] !== undefined) (settings as Record<string, unknown>)[key] = o[flag];
   if (o.retentionHours !== undefined) settings.retentionMs = Number(o.retentionHours) * 3600 * 1000;
-  if (settings.zookeeper !== undefined) {
-    throw new ConfigError('cluster mode (--zookeeper) is not available yet: run without it for a standalone broker');
-  }
   const logger = pino({ name: 'klog-broker' });
   const broker = await startBroker({ ...settings, logDir: settings.logDir ?? '' }, logger);
   let stopping = false;

@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:net';
 import { LogManager } from '@klog/storage';
 import { pino, type Logger } from 'pino';
 import { resolveConfig, type BrokerConfig } from './config.js';
+import { joinCluster, type ClusterMembership } from './cluster.js';
 import { Connection } from './connection.js';
 import type { BrokerContext } from './handlers/index.js';
 import { BrokerMetrics } from './metrics.js';
@@ -18,16 +19,19 @@ export interface Broker {
   readonly port: number;
   readonly logs: LogManager;
   readonly metrics: BrokerMetrics;
+  /** The broker's ZooKeeper membership in cluster mode; undefined when standalone. */
+  readonly cluster: ClusterMembership | undefined;
   /** Stops accepting, closes connections, flushes every log and writes the clean-shutdown marker. */
   close(): Promise<void>;
 }
 
 /**
- * Opens the logs under `logDir` (recovering them when the last shutdown was not clean) and
- * starts serving on `host:port`.
+ * Opens the logs under `logDir` (recovering them when the last shutdown was not clean), starts
+ * serving on `host:port` and, with `zookeeper` set, registers the broker and its topics there.
  * @param settings any of {@link BrokerConfig}; `logDir` is required
  * @param logger pino logger; default: JSON lines on stdout
- * @throws ConfigError for bad settings; the listen error (e.g. EADDRINUSE) when the port is taken
+ * @throws ConfigError for bad settings; the listen error (e.g. EADDRINUSE) when the port is
+ *   taken; BrokerIdInUseError when a live broker in the cluster has the same id
  */
 export async function startBroker(settings: Partial<BrokerConfig> & { logDir: string }, logger: Logger = pino()): Promise<Broker> {
   const config = resolveConfig(settings);
@@ -50,8 +54,26 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   }
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
+  let cluster: ClusterMembership | undefined;
+  if (config.zookeeper !== undefined) {
+    try {
+      cluster = await joinCluster(config, port, logs, logger);
+    } catch (err) {
+      server.close();
+      await logs.close();
+      throw err;
+    }
+  }
   logger.info(
-    { brokerId: config.brokerId, host: config.host, port, logDir: config.logDir, topics: Object.fromEntries(logs.topics()), readPath: 'read-write' },
+    {
+      brokerId: config.brokerId,
+      host: config.host,
+      port,
+      logDir: config.logDir,
+      mode: cluster ? 'cluster' : 'standalone',
+      topics: Object.fromEntries(logs.topics()),
+      readPath: 'read-write',
+    },
     'broker listening',
   );
 
@@ -59,6 +81,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       abort.abort();
+      await cluster?.leave();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const c of connections) c.destroy();
       await stopped;
@@ -66,5 +89,5 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       logger.info({ metrics: metrics.toJSON() }, 'broker stopped');
     })());
 
-  return { config: { ...config, port }, host: config.host, port, logs, metrics, close };
+  return { config: { ...config, port }, host: config.host, port, logs, metrics, cluster, close };
 }
