@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Standalone throughput (not a test): one broker on a temp dir, `klog perf produce` with
+# 200-byte messages in batches of 50 and of 1, then `klog perf consume` of the first run's
+# partition. Prints one JSON line per run. Run `npm run setup` first.
+#
+#   bash bench/standalone.sh [MESSAGES]        (default 1000000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${1:-1000000}"
+BIN=node_modules/.bin
+WORK=$(mktemp -d -t klog-bench-XXXXXX)
+trap 'kill $BROKER 2>/dev/null || true; wait $BROKER 2>/dev/null || true; rm -rf "$WORK"' EXIT
+"$BIN/klog-broker" --port 0 --log-dir "$WORK/logs" > "$WORK/broker.log" &
+BROKER=$!
+for _ in $(seq 100); do
+  PORT=$(node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").split("\n")) { try { const e = JSON.parse(l); if (e.msg === "broker listening") { console.log(e.port); break; } } catch {} }' "$WORK/broker.log")
+  [ -n "$PORT" ] && break
+  sleep 0.1
+done
+B="127.0.0.1:$PORT"
+echo "# produce, batches of 50"
+"$BIN/klog" perf produce --broker-list "$B" --topic bench50 --messages "$N" --size 200 --batch-size 50 --json
+echo "# produce, batches of 1"
+"$BIN/klog" perf produce --broker-list "$B" --topic bench1 --messages $((N / 10)) --size 200 --batch-size 1 --linger-ms 0 --json
+echo "# consume (1 MiB fetches)"
+"$BIN/klog" perf consume --broker "$B" --topic bench50 --messages "$N" --json
+echo "# bytes on disk per message"
+node -e 'const fs=require("fs"),p=require("path");const d=process.argv[1];let b=0;for(const f of fs.readdirSync(d))b+=fs.statSync(p.join(d,f)).size;console.log(JSON.stringify({topic:"bench50",bytesOnDisk:b,messages:+process.argv[2],bytesPerMessage:b/+process.argv[2]}))' "$WORK/logs/bench50-0" "$N"
