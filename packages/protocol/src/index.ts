@@ -6,5 +6,6 @@ export * from './codec.js';
 export * from './errors.js';
 export * from './frame.js';
 export * from './message.js';
+export * from './message-header.js';
 export * from './message-set.js';
 export * from './requests/index.js';

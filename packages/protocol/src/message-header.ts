@@ -1,0 +1,156 @@
+/**
+ * (klog, SPEC §1) Message metadata: a producer may put a key, the creation time and the
+ * producing host in a message, so that mirroring keeps key partitioning and the audit can count
+ * messages by creation time. A message that carries metadata sets `attributes` bit 2 and its
+ * payload starts with a header; the application's bytes (the value) follow it. The CRC covers
+ * the whole payload, header included. A message without bit 2 (every plain magic-1 message) has
+ * no metadata and its whole payload is the value.
+ *
+ * ```
+ * payload        => headerBytes uint16 | field* | value
+ *   headerBytes     bytes of the fields that follow (not counting itself)
+ *   field        => tag uint8 | length uint16 | bytes
+ *     tag 1 key        the key bytes
+ *     tag 2 timestamp  int64 BE, ms since the epoch (length 8)
+ *     tag 3 host       UTF-8 host name
+ *   other tags are skipped, so later fields can be added without breaking readers
+ * ```
+ */
+import { ErrorCode, ProtocolError } from './errors.js';
+import { crc32Ieee, currentMagic, messageOverheadBytes, type Message } from './message.js';
+
+/** `attributes` bit that marks a payload starting with a metadata header. */
+export const hasHeaderAttribute = 0x04;
+/** Largest key, host or header in bytes (uint16 lengths). */
+export const maxHeaderFieldBytes = 0xffff;
+
+const tagKey = 1;
+const tagTimestamp = 2;
+const tagHost = 3;
+
+/** Metadata of one message; every field is optional. */
+export interface MessageHeader {
+  /** The key the producer partitioned by. */
+  readonly key?: Buffer;
+  /** Creation time, ms since the epoch. */
+  readonly timestamp?: number;
+  /** The host that created the message. */
+  readonly host?: string;
+}
+
+/** A value to send, with optional metadata. */
+export interface MessageEntry {
+  readonly value: Uint8Array;
+  readonly header?: MessageHeader;
+}
+
+function headerFieldsBytes(h: MessageHeader): number {
+  let n = 0;
+  if (h.key !== undefined) n += 3 + h.key.length;
+  if (h.timestamp !== undefined) n += 3 + 8;
+  if (h.host !== undefined) n += 3 + Buffer.byteLength(h.host, 'utf8');
+  return n;
+}
+
+function isEmpty(h: MessageHeader | undefined): h is undefined {
+  return h === undefined || (h.key === undefined && h.timestamp === undefined && h.host === undefined);
+}
+
+/**
+ * Bytes one message with this value and header takes in a message set (length field included).
+ * @throws ProtocolError (InvalidMessage) when the key, host or header is over 65535 bytes
+ */
+export function entrySizeInBytes(e: MessageEntry): number {
+  if (isEmpty(e.header)) return messageOverheadBytes + e.value.length;
+  const fields = headerFieldsBytes(e.header);
+  if (fields > maxHeaderFieldBytes) {
+    throw new ProtocolError(ErrorCode.InvalidMessage, `message header of ${fields} bytes is over ${maxHeaderFieldBytes}`);
+  }
+  return messageOverheadBytes + 2 + fields + e.value.length;
+}
+
+/**
+ * Encodes values with optional metadata as one message set in one buffer: each payload is
+ * written straight into the set, then its CRC computed in place. A message whose header is
+ * absent or empty is a plain message.
+ * @param attributes attributes of every message (compression codec bits); bit 2 is set per message as needed
+ * @throws ProtocolError (InvalidMessage) for a header over 65535 bytes
+ */
+export function encodeMessageSetWithHeaders(entries: readonly MessageEntry[], attributes = 0): Buffer {
+  let size = 0;
+  for (const e of entries) size += entrySizeInBytes(e);
+  const buf = Buffer.allocUnsafe(size);
+  let pos = 0;
+  for (const e of entries) {
+    const start = pos;
+    const withHeader = !isEmpty(e.header);
+    pos += messageOverheadBytes;
+    const payloadStart = pos;
+    if (withHeader) {
+      const h = e.header!;
+      pos = buf.writeUInt16BE(headerFieldsBytes(h), pos);
+      if (h.key !== undefined) pos = writeField(buf, pos, tagKey, h.key);
+      if (h.timestamp !== undefined) {
+        pos = buf.writeUInt8(tagTimestamp, pos);
+        pos = buf.writeUInt16BE(8, pos);
+        pos = buf.writeBigInt64BE(BigInt(Math.trunc(h.timestamp)), pos);
+      }
+      if (h.host !== undefined) pos = writeField(buf, pos, tagHost, Buffer.from(h.host, 'utf8'));
+    }
+    buf.set(e.value, pos);
+    pos += e.value.length;
+    buf.writeInt32BE(pos - start - 4, start);
+    buf.writeUInt8(currentMagic, start + 4);
+    buf.writeUInt8((attributes & ~hasHeaderAttribute & 0xff) | (withHeader ? hasHeaderAttribute : 0), start + 5);
+    buf.writeUInt32BE(crc32Ieee(buf.subarray(payloadStart, pos)), start + 6);
+  }
+  return buf;
+}
+
+function writeField(buf: Buffer, pos: number, tag: number, bytes: Uint8Array): number {
+  pos = buf.writeUInt8(tag, pos);
+  pos = buf.writeUInt16BE(bytes.length, pos);
+  buf.set(bytes, pos);
+  return pos + bytes.length;
+}
+
+/**
+ * Splits a message's payload into its metadata and its value (views, not copies). A message
+ * without `attributes` bit 2 has no metadata: `{ header: undefined, value: payload }`.
+ * @throws ProtocolError (InvalidMessage) when the header runs past the payload or a field's
+ *   length does not fit
+ */
+export function readMessageHeader(message: Pick<Message, 'attributes' | 'payload'>): { header: MessageHeader | undefined; value: Buffer } {
+  const p = message.payload;
+  if ((message.attributes & hasHeaderAttribute) === 0) return { header: undefined, value: p };
+  const bad = (why: string): ProtocolError => new ProtocolError(ErrorCode.InvalidMessage, `bad message header: ${why}`);
+  if (p.length < 2) throw bad('payload shorter than the header size field');
+  const end = 2 + p.readUInt16BE(0);
+  if (end > p.length) throw bad(`header of ${end - 2} bytes in a payload of ${p.length}`);
+  let key: Buffer | undefined;
+  let timestamp: number | undefined;
+  let host: string | undefined;
+  let pos = 2;
+  while (pos < end) {
+    if (end - pos < 3) throw bad(`field head cut at position ${pos}`);
+    const tag = p.readUInt8(pos);
+    const length = p.readUInt16BE(pos + 1);
+    pos += 3;
+    if (end - pos < length) throw bad(`field ${tag} of ${length} bytes runs past the header`);
+    if (tag === tagKey) key = p.subarray(pos, pos + length);
+    else if (tag === tagHost) host = p.toString('utf8', pos, pos + length);
+    else if (tag === tagTimestamp) {
+      if (length !== 8) throw bad(`timestamp field of ${length} bytes`);
+      const t = p.readBigInt64BE(pos);
+      if (t > BigInt(Number.MAX_SAFE_INTEGER) || t < BigInt(Number.MIN_SAFE_INTEGER)) throw bad(`timestamp ${t} out of range`);
+      timestamp = Number(t);
+    }
+    pos += length;
+  }
+  const header: MessageHeader = {
+    ...(key !== undefined && { key }),
+    ...(timestamp !== undefined && { timestamp }),
+    ...(host !== undefined && { host }),
+  };
+  return { header, value: p.subarray(end) };
+}
