@@ -9,3 +9,7 @@ export * from './errors.js';
 export * from './partitioner.js';
 export * from './producer.js';
 export * from './simple-consumer.js';
+export * from './zk-producer.js';
+export { type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
+export { type PartitionMeta, type SendResult } from './producer-pool.js';
+export * from './group-consumer/index.js';

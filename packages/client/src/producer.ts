@@ -7,26 +7,15 @@
  * its partitions of the topic (its METADATA answer), so with brokers A (2 partitions) and B (3),
  * partitions 0-1 are A's 0-1 and partitions 2-4 are B's 0-2.
  *
- * Acknowledgements (`acks`): 0 sends MULTIPRODUCE requests, which get no response, as in the
- * paper; 1 and 2 send PRODUCE_ACK requests, answered once the broker appended the messages (1)
- * or appended and flushed them (2), and report each record's offset.
+ * Batching, acknowledgements (`acks` 0, 1, 2) and the bound on bytes in flight are the
+ * {@link ProducerPool}'s, shared with {@link ZkProducer}.
  */
-import {
-  type AckLevelValue,
-  decodeMetadataResponse,
-  decodeProduceAckResponse,
-  encodeMessageSet,
-  encodeMetadataRequest,
-  encodeMultiProduceRequest,
-  encodeProduceAckRequest,
-  ErrorCode,
-  messageSizeInBytes,
-  type PartitionMessages,
-  validateTopic,
-} from '@klog/protocol';
-import { Connection } from './connection.js';
+import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
+import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
+
+export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes, type Logger } from './producer-pool.js';
 
 /** One record to send. */
 export interface ProducerRecord {
@@ -49,48 +38,13 @@ export interface RecordMetadata {
   readonly nextOffset?: number;
 }
 
-/** 0: fire-and-forget (no response); 1: answered once appended; 2: answered once appended and flushed. */
-export type Acks = 0 | 1 | 2;
-
-/** The subset of a pino logger the client uses. */
-export interface Logger {
-  debug(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
-
-/** Options of a {@link Producer}. */
-export interface ProducerOptions {
+/** Options of a {@link Producer}: the broker list, plus the pool's batching and acknowledgement settings. */
+export interface ProducerOptions extends ProducerPoolOptions {
   /** Brokers as `host:port,host:port` or an array of `host:port`. Their order numbers the partitions. */
   readonly brokerList: string | readonly string[];
-  /** Messages per broker that trigger sending its batch at once. Default 200. */
-  readonly batchSize?: number;
-  /** Most ms a message waits in a batch before the batch is sent. Default 5. */
-  readonly lingerMs?: number;
-  /** Acknowledgement level, see {@link Acks}. Default 0. */
-  readonly acks?: Acks;
   /** Picks the partition of a record with a key and no partition. Default {@link hashPartitioner}. */
   readonly partitioner?: Partitioner;
-  /**
-   * Most bytes of encoded messages in batches or in flight (not yet handed to the operating
-   * system with acks 0, not yet acknowledged with acks 1-2); `send` waits while they are
-   * above it. Default 32 MiB.
-   */
-  readonly maxInFlightBytes?: number;
-  /** Most ms to wait for an acknowledgement or a metadata response. Default 30,000. */
-  readonly requestTimeoutMs?: number;
-  /** Most ms to wait for a connection to open. Default 10,000. */
-  readonly connectTimeoutMs?: number;
-  readonly logger?: Logger;
 }
-
-/** Default messages per batch. */
-export const defaultBatchSize = 200;
-/** Default linger time in ms. */
-export const defaultLingerMs = 5;
-/** Default bound on bytes batched or in flight. */
-export const defaultMaxInFlightBytes = 32 * 1024 * 1024;
-/** Most partitions in one MULTIPRODUCE or PRODUCE_ACK request (an int16 count). */
-const maxPartitionsPerRequest = 32767;
 
 /** A broker address. */
 export interface BrokerAddress {
@@ -119,55 +73,6 @@ export function parseBrokerAddress(s: string): BrokerAddress {
   return { host: (m[1] ?? m[2])!, port };
 }
 
-/** One send() call waiting for its acknowledgements. */
-interface SendCall {
-  readonly results: RecordMetadata[];
-  remaining: number;
-  settled: boolean;
-  readonly resolve: (r: RecordMetadata[]) => void;
-  readonly reject: (e: Error) => void;
-}
-
-/** A record of a SendCall placed in a partition batch. */
-interface Placement {
-  readonly call: SendCall;
-  readonly index: number;
-  /** Bytes before this message in the batch's message set. */
-  readonly position: number;
-  /** Bytes of this message, length field included. */
-  readonly size: number;
-}
-
-/** The messages batched for one partition of one broker. */
-interface PartitionBatch {
-  readonly topic: string;
-  /** Partition number on the broker. */
-  readonly brokerPartition: number;
-  /** Partition number over the broker list. */
-  readonly partition: number;
-  readonly payloads: Buffer[];
-  /** Encoded bytes of `payloads`. */
-  bytes: number;
-  readonly placements: Placement[];
-}
-
-interface Broker {
-  readonly address: string;
-  readonly connection: Connection;
-  /** Batches by `topic\0brokerPartition`. */
-  batches: Map<string, PartitionBatch>;
-  /** Messages in `batches`. */
-  batchedMessages: number;
-  /** Sends `batches` when the linger time is up; set while batches is not empty. */
-  lingerTimer: NodeJS.Timeout | undefined;
-}
-
-/** A partition over the broker list: which broker, and its number there. */
-interface PartitionRef {
-  readonly broker: Broker;
-  readonly brokerPartition: number;
-}
-
 /**
  * Sends records to a topic's partitions (SPEC §5). Share one Producer per process; close it when done.
  *
@@ -178,45 +83,21 @@ interface PartitionRef {
  * ```
  */
 export class Producer {
-  private readonly brokers: Broker[];
-  private readonly batchSize: number;
-  private readonly lingerMs: number;
-  private readonly acks: Acks;
+  private readonly brokers: PooledBroker[];
+  private readonly pool: ProducerPool;
   private readonly partitioner: Partitioner;
-  private readonly maxInFlightBytes: number;
-  private readonly logger: Logger | undefined;
+  private readonly logger: ProducerOptions['logger'];
 
   /** Partitions of each topic asked for so far, in order over the broker list. */
-  private readonly topics = new Map<string, Promise<PartitionRef[]>>();
-  /** Bytes batched or in flight (see maxInFlightBytes). */
-  private inFlightBytes = 0;
-  /** Callers of send() waiting for inFlightBytes to drop. */
-  private roomWaiters: Array<() => void> = [];
-  /** Requests written and not yet settled. */
-  private readonly outstanding = new Set<Promise<void>>();
-  /** A failure of a fire-and-forget send, reported by the next send() or flush(). */
-  private asyncError: Error | undefined;
-  private closed = false;
+  private readonly topics = new Map<string, Promise<PartitionTarget<RecordMetadata>[]>>();
 
   /** @throws KlogError when the broker list is empty or malformed, RangeError for a bad batchSize, lingerMs, acks or maxInFlightBytes */
   constructor(options: ProducerOptions) {
-    this.brokers = parseBrokerList(options.brokerList).map(({ host, port }) => ({
-      address: `${host}:${port}`,
-      connection: new Connection({ host, port, requestTimeoutMs: options.requestTimeoutMs, connectTimeoutMs: options.connectTimeoutMs }),
-      batches: new Map(),
-      batchedMessages: 0,
-      lingerTimer: undefined,
-    }));
-    this.batchSize = options.batchSize ?? defaultBatchSize;
-    this.lingerMs = options.lingerMs ?? defaultLingerMs;
-    this.acks = options.acks ?? 0;
+    const addresses = parseBrokerList(options.brokerList);
+    this.pool = new ProducerPool(options);
+    this.brokers = addresses.map(({ host, port }) => this.pool.broker(host, port));
     this.partitioner = options.partitioner ?? hashPartitioner;
-    this.maxInFlightBytes = options.maxInFlightBytes ?? defaultMaxInFlightBytes;
     this.logger = options.logger;
-    if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw new RangeError(`batchSize ${this.batchSize} must be an integer ≥ 1`);
-    if (!Number.isFinite(this.lingerMs) || this.lingerMs < 0) throw new RangeError(`lingerMs ${this.lingerMs} must be ≥ 0`);
-    if (this.acks !== 0 && this.acks !== 1 && this.acks !== 2) throw new RangeError(`acks ${String(this.acks)} must be 0, 1 or 2`);
-    if (!(this.maxInFlightBytes > 0)) throw new RangeError(`maxInFlightBytes ${this.maxInFlightBytes} must be > 0`);
   }
 
   /**
@@ -239,37 +120,24 @@ export class Producer {
    *   acknowledgement (acks 1-2), or (acks 0) a failure of an earlier fire-and-forget request
    */
   async send(topic: string, records: readonly ProducerRecord[]): Promise<RecordMetadata[]> {
-    if (this.closed) throw new KlogError('producer is closed');
-    this.throwAsyncError();
+    this.pool.checkOpen();
     validateTopic(topic);
     const partitions = await this.partitionsOf(topic);
     const n = partitions.length;
-    const chosen = records.map((r, i) => {
+    const targets = records.map((r, i) => {
       if (r.partition !== undefined) {
         if (!Number.isInteger(r.partition) || r.partition < 0 || r.partition >= n) {
           throw new RangeError(`record ${i}: partition ${r.partition} of topic ${topic} is outside 0..${n - 1}`);
         }
-        return r.partition;
+        return partitions[r.partition]!;
       }
-      if (r.key !== undefined) return this.partitioner(toBuffer(r.key), n);
-      return randomPartition(n);
+      if (r.key !== undefined) return partitions[this.partitioner(toBuffer(r.key), n)]!;
+      return partitions[randomPartition(n)]!;
     });
-
-    let call: SendCall | undefined;
-    let acked: Promise<RecordMetadata[]> | undefined;
-    if (this.acks !== 0 && records.length > 0) {
-      acked = new Promise<RecordMetadata[]>((resolve, reject) => {
-        call = { results: new Array<RecordMetadata>(records.length), remaining: records.length, settled: false, resolve, reject };
-      });
-    }
-    for (let i = 0; i < records.length; i++) {
-      while (this.inFlightBytes >= this.maxInFlightBytes) await this.waitForRoom();
-      if (this.closed) throw new KlogError('producer closed while sending');
-      const partition = chosen[i]!;
-      this.append(topic, partition, partitions[partition]!, toBuffer(records[i]!.value), call, i);
-    }
-    if (acked) return acked;
-    return chosen.map((partition) => ({ topic, partition }));
+    return this.pool.send(
+      targets,
+      records.map((r) => toBuffer(r.value)),
+    );
   }
 
   /**
@@ -278,9 +146,7 @@ export class Producer {
    *   (KlogConnectionError); failures of acknowledged requests reject their send() instead
    */
   async flush(): Promise<void> {
-    for (const b of this.brokers) this.sendBatches(b);
-    while (this.outstanding.size > 0) await Promise.allSettled([...this.outstanding]);
-    this.throwAsyncError();
+    await this.pool.flush();
   }
 
   /**
@@ -289,25 +155,10 @@ export class Producer {
    * @throws what flush throws (the connections are closed all the same)
    */
   async close(): Promise<void> {
-    if (this.closed) return;
-    try {
-      await this.flush();
-    } finally {
-      this.closed = true;
-      for (const w of this.roomWaiters.splice(0)) w();
-      await Promise.all(this.brokers.map((b) => b.connection.close()));
-    }
+    await this.pool.close();
   }
 
-  private throwAsyncError(): void {
-    const e = this.asyncError;
-    if (e) {
-      this.asyncError = undefined;
-      throw e;
-    }
-  }
-
-  private partitionsOf(topic: string): Promise<PartitionRef[]> {
+  private partitionsOf(topic: string): Promise<PartitionTarget<RecordMetadata>[]> {
     let p = this.topics.get(topic);
     if (!p) {
       p = this.fetchPartitions(topic);
@@ -318,7 +169,7 @@ export class Producer {
     return p;
   }
 
-  private async fetchPartitions(topic: string): Promise<PartitionRef[]> {
+  private async fetchPartitions(topic: string): Promise<PartitionTarget<RecordMetadata>[]> {
     const counts = await Promise.all(
       this.brokers.map(async (broker) => {
         const res = await broker.connection.request(encodeMetadataRequest([topic]));
@@ -329,135 +180,14 @@ export class Producer {
         return entry.partitions;
       }),
     );
-    const refs: PartitionRef[] = [];
+    const targets: PartitionTarget<RecordMetadata>[] = [];
     counts.forEach((count, i) => {
-      for (let p = 0; p < count; p++) refs.push({ broker: this.brokers[i]!, brokerPartition: p });
-    });
-    if (refs.length === 0) throw new KlogError(`topic ${topic} has no partitions on any broker of the list`);
-    this.logger?.debug({ topic, partitions: refs.length, perBroker: counts }, 'topic partitions');
-    return refs;
-  }
-
-  private append(topic: string, partition: number, ref: PartitionRef, payload: Buffer, call: SendCall | undefined, index: number): void {
-    const broker = ref.broker;
-    const key = `${topic}\0${ref.brokerPartition}`;
-    let batch = broker.batches.get(key);
-    if (!batch) {
-      batch = { topic, brokerPartition: ref.brokerPartition, partition, payloads: [], bytes: 0, placements: [] };
-      broker.batches.set(key, batch);
-    }
-    const size = messageSizeInBytes(payload.length);
-    if (call) batch.placements.push({ call, index, position: batch.bytes, size });
-    batch.payloads.push(payload);
-    batch.bytes += size;
-    broker.batchedMessages++;
-    this.inFlightBytes += size;
-    if (broker.batchedMessages >= this.batchSize) this.sendBatches(broker);
-    else if (!broker.lingerTimer) broker.lingerTimer = setTimeout(() => this.sendBatches(broker), this.lingerMs);
-  }
-
-  /** Sends the broker's batches, one request per at most 32767 partitions. */
-  private sendBatches(broker: Broker): void {
-    if (broker.lingerTimer) clearTimeout(broker.lingerTimer);
-    broker.lingerTimer = undefined;
-    if (broker.batches.size === 0) return;
-    const batches = [...broker.batches.values()];
-    broker.batches = new Map();
-    broker.batchedMessages = 0;
-    for (let i = 0; i < batches.length; i += maxPartitionsPerRequest) {
-      this.sendRequest(broker, batches.slice(i, i + maxPartitionsPerRequest));
-    }
-  }
-
-  private sendRequest(broker: Broker, batches: PartitionBatch[]): void {
-    const sets: PartitionMessages[] = batches.map((b) => ({
-      topic: b.topic,
-      partition: b.brokerPartition,
-      messages: encodeMessageSet(b.payloads),
-    }));
-    const bytes = batches.reduce((n, b) => n + b.bytes, 0);
-    const done =
-      this.acks === 0
-        ? broker.connection.send(encodeMultiProduceRequest(sets)).catch((e: Error) => {
-            this.logger?.warn({ broker: broker.address, err: e.message }, 'produce request failed');
-            this.asyncError ??= e;
-          })
-        : broker.connection
-            .request(encodeProduceAckRequest({ acks: this.acks as AckLevelValue, partitions: sets }))
-            .then((res) => settleAcks(broker.address, batches, res.errorCode, () => decodeProduceAckResponse(res.body)))
-            .catch((e: Error) => {
-              for (const b of batches) for (const p of b.placements) failCall(p.call, e);
-            });
-    const tracked = done.finally(() => {
-      this.outstanding.delete(tracked);
-      this.release(bytes);
-    });
-    this.outstanding.add(tracked);
-  }
-
-  private waitForRoom(): Promise<void> {
-    // Batched bytes count as in flight: send them so that room can appear.
-    for (const b of this.brokers) this.sendBatches(b);
-    return new Promise((resolve) => this.roomWaiters.push(resolve));
-  }
-
-  private release(bytes: number): void {
-    this.inFlightBytes -= bytes;
-    if (this.inFlightBytes < this.maxInFlightBytes) for (const w of this.roomWaiters.splice(0)) w();
-  }
-}
-
-/** Resolves (or rejects) the send() calls of an acknowledged request's records. */
-function settleAcks(
-  address: string,
-  batches: readonly PartitionBatch[],
-  errorCode: number,
-  decode: () => ReturnType<typeof decodeProduceAckResponse>,
-): void {
-  if (errorCode !== ErrorCode.None) {
-    for (const b of batches) {
-      const e = new KlogBrokerError(errorCode, { topic: b.topic, partition: b.partition, broker: address }, 'produce rejected');
-      for (const p of b.placements) failCall(p.call, e);
-    }
-    return;
-  }
-  let results;
-  try {
-    results = decode();
-  } catch (err) {
-    const e = new KlogBrokerError(ErrorCode.Unknown, { broker: address }, `undecodable produce acknowledgement: ${(err as Error).message}`);
-    for (const b of batches) for (const p of b.placements) failCall(p.call, e);
-    return;
-  }
-  const byPartition = new Map(results.map((r) => [`${r.topic}\0${r.partition}`, r]));
-  for (const b of batches) {
-    const r = byPartition.get(`${b.topic}\0${b.brokerPartition}`);
-    const where = { topic: b.topic, partition: b.partition, broker: address };
-    if (!r || r.errorCode !== ErrorCode.None) {
-      const e = r
-        ? new KlogBrokerError(r.errorCode, where, 'produce rejected')
-        : new KlogBrokerError(ErrorCode.Unknown, where, 'acknowledgement does not name the partition');
-      for (const p of b.placements) failCall(p.call, e);
-      continue;
-    }
-    for (const p of b.placements) {
-      if (p.call.settled) continue;
-      const offset = r.offset + p.position;
-      p.call.results[p.index] = { topic: b.topic, partition: b.partition, offset, nextOffset: offset + p.size };
-      if (--p.call.remaining === 0) {
-        p.call.settled = true;
-        p.call.resolve(p.call.results);
+      for (let p = 0; p < count; p++) {
+        targets.push({ broker: this.brokers[i]!, brokerPartition: p, meta: { topic, partition: targets.length } });
       }
-    }
+    });
+    if (targets.length === 0) throw new KlogError(`topic ${topic} has no partitions on any broker of the list`);
+    this.logger?.debug({ topic, partitions: targets.length, perBroker: counts }, 'topic partitions');
+    return targets;
   }
-}
-
-function failCall(call: SendCall, e: Error): void {
-  if (call.settled) return;
-  call.settled = true;
-  call.reject(e);
-}
-
-function toBuffer(v: Buffer | string): Buffer {
-  return typeof v === 'string' ? Buffer.from(v, 'utf8') : v;
 }

@@ -5,19 +5,23 @@
 import { Command, CommanderError } from 'commander';
 import { registerConsume } from './commands/consume.js';
 import { registerDumpLog } from './commands/dump-log.js';
+import { registerGroups } from './commands/groups.js';
 import { registerOffsets } from './commands/offsets.js';
 import { registerPerf } from './commands/perf.js';
 import { registerProduce } from './commands/produce.js';
+import { registerTopics } from './commands/topics.js';
 
 /** The `klog` program with every subcommand. */
 export function buildProgram(): Command {
   const program = new Command('klog')
-    .description('klog command-line tool: produce, consume, offsets, dump-log, perf (logs: KLOG_LOG_LEVEL, default warn)')
+    .description('klog command-line tool: produce, consume, offsets, topics, groups, dump-log, perf (logs: KLOG_LOG_LEVEL, default warn)')
     .exitOverride()
     .showSuggestionAfterError(true);
   registerProduce(program);
   registerConsume(program);
   registerOffsets(program);
+  registerTopics(program);
+  registerGroups(program);
   registerDumpLog(program);
   registerPerf(program);
   return program;

@@ -1,16 +1,26 @@
 /**
  * `klog consume`: the simple consumer (SPEC §3, §6). Prints payloads one per line on stdout
  * from a start offset, following the partition until it has --max-messages or nothing new
- * came for --idle-timeout-ms.
+ * came for --idle-timeout-ms. With `--zookeeper --group` it consumes as a member of a consumer
+ * group instead (see consume-group.ts).
  */
 import type { Command } from 'commander';
-import { type BrokerAddress, SimpleConsumer } from '@klog/client';
+import { type BrokerAddress, KlogError, SimpleConsumer } from '@klog/client';
+import { checkGroup } from '@klog/zk-registry';
+import { InvalidArgumentError } from 'commander';
+import { parseZkConnect } from '../cluster.js';
+import { consumeGroup } from './consume-group.js';
 import { createLogger } from '../logger.js';
 import { intParser, parseBroker, parseStartOffset, parseTopic, type StartOffset } from '../options.js';
 import { OutputWriter } from '../output.js';
 
 interface ConsumeOptions {
-  broker: BrokerAddress;
+  broker?: BrokerAddress;
+  zookeeper?: string;
+  group?: string;
+  streams: number;
+  fromBeginning?: boolean;
+  commitIntervalMs: number;
   topic: string;
   partition: number;
   offset: StartOffset;
@@ -26,21 +36,53 @@ interface ConsumeOptions {
 export function registerConsume(program: Command): void {
   program
     .command('consume')
-    .description('print the messages of a partition on stdout, one per line')
-    .requiredOption('--broker <host:port>', 'broker holding the partition', parseBroker)
+    .description(
+      'print messages on stdout, one per line: of one partition (--broker), or as a member of a consumer group (--zookeeper --group)',
+    )
+    .option('--broker <host:port>', 'simple mode: broker holding the partition', parseBroker)
+    .option('--zookeeper <connect>', 'group mode: ZooKeeper connect string host:port[,host:port...][/chroot]', parseZkConnect)
+    .option('--group <group>', 'group mode: the consumer group to join', parseGroupId)
     .requiredOption('--topic <topic>', 'topic to read', parseTopic)
-    .option('--partition <n>', 'partition to read', intParser(0), 0)
-    .option('--offset <earliest|latest|N>', 'where to start: the oldest message, the log end, or a byte offset', parseStartOffset, 'earliest')
+    .option('--partition <n>', 'simple mode: partition to read', intParser(0), 0)
+    .option('--offset <earliest|latest|N>', 'simple mode: where to start: the oldest message, the log end, or a byte offset', parseStartOffset, 'earliest')
+    .option('--from-beginning', 'group mode: partitions without a committed offset start at their oldest message (default: at their end)')
+    .option('--streams <n>', 'group mode: consumer threads (streams) for the topic', intParser(1, 1024), 1)
+    .option('--commit-interval-ms <ms>', 'group mode: commit the offsets of printed messages this often (and on exit)', intParser(1), 1000)
     .option('--max-messages <n>', 'exit 0 after printing this many messages', intParser(1))
     .option('--fetch-bytes <bytes>', 'bytes per fetch (grown for a larger message)', intParser(1, 2 ** 31 - 1, true), 1024 * 1024)
     .option('--max-fetch-bytes <bytes>', 'largest fetch; a larger message is an error', intParser(1, 2 ** 31 - 1, true), 16 * 1024 * 1024)
     .option('--max-wait-ms <ms>', 'long-poll wait per fetch at the log end', intParser(0, 2 ** 31 - 1), 1000)
     .option('--print-offsets', 'prefix each line with the message offset and a tab')
     .option('--idle-timeout-ms <ms>', 'exit 0 once no new message came for this long (default: wait for ever)', intParser(1))
-    .action(async (opts: ConsumeOptions) => consume(opts));
+    .action(async (opts: ConsumeOptions, command: Command) => {
+      const given = (name: string): boolean => command.getOptionValueSource(name) === 'cli';
+      if (opts.broker !== undefined) {
+        const groupOnly = ['zookeeper', 'group', 'fromBeginning', 'streams', 'commitIntervalMs'].filter(given);
+        if (groupOnly.length > 0) throw new KlogError(`--broker (simple mode) does not go with ${groupOnly.map(flag).join(', ')}`);
+        return consume({ ...opts, broker: opts.broker });
+      }
+      if (opts.zookeeper === undefined || opts.group === undefined) {
+        throw new KlogError('give --broker (simple mode) or --zookeeper and --group (group mode)');
+      }
+      const simpleOnly = ['partition', 'offset', 'printOffsets'].filter(given);
+      if (simpleOnly.length > 0) throw new KlogError(`--zookeeper (group mode) does not go with ${simpleOnly.map(flag).join(', ')}`);
+      return consumeGroup({ ...opts, zookeeper: opts.zookeeper, group: opts.group });
+    });
 }
 
-async function consume(opts: ConsumeOptions): Promise<void> {
+function flag(option: string): string {
+  return `--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+
+function parseGroupId(value: string): string {
+  try {
+    return checkGroup(value);
+  } catch (e) {
+    throw new InvalidArgumentError(`${(e as Error).message}.`);
+  }
+}
+
+async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promise<void> {
   const logger = createLogger('klog-consume');
   const consumer = new SimpleConsumer({ ...opts.broker, maxFetchBytes: Math.max(opts.maxFetchBytes, opts.fetchBytes) });
   const out = new OutputWriter();

@@ -1,9 +1,11 @@
 /**
- * `klog produce`: one message per line of stdin or a file, sent with a Producer (SPEC §5, §6).
+ * `klog produce`: one message per line of stdin or a file (SPEC §5, §6), sent with a Producer
+ * over `--broker-list`, or with a ZkProducer that finds the brokers in `--zookeeper`.
  */
 import { createReadStream } from 'node:fs';
 import type { Command } from 'commander';
-import { Producer, type ProducerRecord, type RecordMetadata } from '@klog/client';
+import { KlogError, Producer, type ProducerRecord, ZkProducer } from '@klog/client';
+import { parseZkConnect } from '../cluster.js';
 import { readLineGroups } from '../lines.js';
 import { createLogger } from '../logger.js';
 import { intParser, parseAcks, parseBrokerListOption, parseNonEmpty, parseTopic } from '../options.js';
@@ -11,7 +13,8 @@ import { printLine } from '../output.js';
 import { rate } from '../rate.js';
 
 interface ProduceOptions {
-  brokerList: string;
+  brokerList?: string;
+  zookeeper?: string;
   topic: string;
   file?: string;
   partition?: number;
@@ -31,10 +34,11 @@ export function registerProduce(program: Command): void {
   program
     .command('produce')
     .description('send one message per line of stdin (or --file) to a topic; prints a summary to stderr')
-    .requiredOption('--broker-list <host:port,...>', 'brokers to send to; their order numbers the partitions', parseBrokerListOption)
+    .option('--broker-list <host:port,...>', 'brokers to send to; their order numbers the partitions', parseBrokerListOption)
+    .option('--zookeeper <connect>', 'find the brokers and partitions in ZooKeeper (host:port[/chroot]) instead of --broker-list', parseZkConnect)
     .requiredOption('--topic <topic>', 'topic to send to', parseTopic)
     .option('--file <path>', 'read lines from this file instead of stdin')
-    .option('--partition <n>', 'send every message to this partition (default: by key, else random)', intParser(0))
+    .option('--partition <n>', 'with --broker-list: send every message to this partition (default: by key, else random)', intParser(0))
     .option('--key-separator <sep>', 'the text before the first <sep> of a line is its key (used for partitioning), the rest its payload', parseNonEmpty)
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
@@ -42,21 +46,32 @@ export function registerProduce(program: Command): void {
     .action(async (opts: ProduceOptions) => produce(opts));
 }
 
+/** What produce needs of either producer. */
+interface LineProducer {
+  send(topic: string, records: readonly ProducerRecord[]): Promise<unknown[]>;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
 async function produce(opts: ProduceOptions): Promise<void> {
+  if ((opts.brokerList === undefined) === (opts.zookeeper === undefined)) {
+    throw new KlogError('give exactly one of --broker-list and --zookeeper');
+  }
+  if (opts.zookeeper !== undefined && opts.partition !== undefined) {
+    throw new KlogError('--partition applies to --broker-list; with --zookeeper messages go by key, else to a random live partition');
+  }
   const logger = createLogger('klog-produce');
-  const producer = new Producer({
-    brokerList: opts.brokerList,
-    batchSize: opts.batchSize,
-    lingerMs: opts.lingerMs,
-    acks: opts.acks,
-    logger,
-  });
+  const settings = { batchSize: opts.batchSize, lingerMs: opts.lingerMs, acks: opts.acks, logger };
+  const producer: LineProducer =
+    opts.zookeeper !== undefined
+      ? new ZkProducer({ zookeeper: opts.zookeeper, ...settings })
+      : new Producer({ brokerList: opts.brokerList!, ...settings });
   const input = opts.file ? createReadStream(opts.file) : process.stdin;
   const separator = opts.keySeparator === undefined ? undefined : Buffer.from(opts.keySeparator);
   const started = process.hrtime.bigint();
   let messages = 0;
   let bytes = 0;
-  const window: Promise<RecordMetadata[]>[] = [];
+  const window: Promise<unknown[]>[] = [];
   let records: ProducerRecord[] = [];
   const dispatch = async (): Promise<void> => {
     const p = producer.send(opts.topic, records);

@@ -1,0 +1,572 @@
+/**
+ * The group consumer (the paper §3.3, SPEC §4): consumers of a group share the partitions of
+ * the topics they subscribe to, each partition read by exactly one consumer thread, with no
+ * master: every consumer registers in ZooKeeper, watches the broker and consumer registries
+ * and, on any change, runs the paper's Algorithm 1 (see {@link assignPartitions}).
+ *
+ * One rebalance attempt:
+ * 1. stop the fetchers and drop the messages fetched but not handed out;
+ * 2. commit the consumed offsets (when `autoCommit`), then release every partition owned;
+ * 3. read the live brokers, each subscribed topic's partitions and the group's consumers;
+ * 4. compute this consumer's ranges and claim each partition (ephemeral owner node);
+ * 5. if a partition is still owned by another consumer (it has not released it yet), release
+ *    what this attempt claimed, back off and try again; after `rebalanceMaxRetries` attempts
+ *    fail with {@link RebalanceFailedError};
+ * 6. start the fetchers from the committed offsets (or `autoOffsetReset`).
+ *
+ * Rebalances run one at a time; triggers that arrive meanwhile are folded into one more run.
+ * Delivery is at-least-once: the committed offset of a partition is the offset after the last
+ * message an iterator returned, committed on an interval, on {@link GroupConsumer.commitOffsets},
+ * before a rebalance releases the partition and on close.
+ *
+ * ZooKeeper sessions: when the connection drops, the consumer stops fetching and drops what it
+ * has not handed out at once (its ownership may vanish if the session expires), and starts again
+ * when the session comes back; after an expiry it rebalances on the new session, claiming anew.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  BrokerRegistry,
+  ConsumerRegistry,
+  OffsetRegistry,
+  OwnershipRegistry,
+  ZkClient,
+  allPartitions,
+  checkGroup,
+  checkTopic,
+  consumerThreadIds,
+  newConsumerId,
+  offsetPath,
+  parseOffset,
+  silentLogger,
+  type BrokerInfo,
+  type ZkLogger,
+  type ZkSessionCredentials,
+  type ZkWatch,
+} from '@klog/zk-registry';
+import { KlogError } from '../errors.js';
+import { defaultFetchBytes, defaultMaxFetchBytes, SimpleConsumer } from '../simple-consumer.js';
+import { BrokerFetcher, sleep, type OffsetReset } from './fetcher.js';
+import { MessageQueue, defaultQueuedChunksMax, type GroupMessage, type MessageStream, type PartitionTopicInfo } from './message-stream.js';
+import { assignPartitions, comparePartitions, type PartitionRef } from './rebalance.js';
+
+/** Settings of a {@link GroupConsumer}; durations in ms, sizes in bytes. */
+export interface GroupConsumerConfig {
+  /** ZooKeeper connect string `host:port[,host:port...][/chroot]`. */
+  zookeeper: string;
+  /** The consumer group: consumers of one group share the partitions. */
+  groupId: string;
+  /** This consumer's id in the group; default `<groupId>_<hostname>-<epoch ms>-<8 hex>`. */
+  consumerId?: string;
+  /** Where a partition without a valid committed offset starts: its earliest (`smallest`) or its end (`largest`, default, as Kafka 0.7). */
+  autoOffsetReset?: OffsetReset;
+  /** Commit the consumed offsets every `autoCommitIntervalMs`, before a rebalance and on close. Default true. */
+  autoCommit?: boolean;
+  /** Auto-commit interval, ms. Default 1000. */
+  autoCommitIntervalMs?: number;
+  /** Bytes per fetch; grown (up to `maxFetchBytes`) for a message larger than it. Default 1 MiB. */
+  fetchBytes?: number;
+  /** Largest fetch, bytes; a larger message is an error the streams throw. Default 16 MiB. */
+  maxFetchBytes?: number;
+  /** Long-poll wait per fetch at the log end, ms. Default 500. */
+  maxWaitMs?: number;
+  /** ZooKeeper session timeout, ms: how long after a crash this consumer's partitions move. Default 6000. */
+  zkSessionTimeoutMs?: number;
+  /** Attempts of one rebalance before it fails with {@link RebalanceFailedError}. Default 4. */
+  rebalanceMaxRetries?: number;
+  /** Wait between two attempts of a rebalance, ms. Default 2000. */
+  rebalanceBackoffMs?: number;
+  /** Fetched chunks a stream queues before its fetchers wait (back-pressure). Default 10. */
+  queuedChunksMax?: number;
+  /** pino-compatible logger. Default: silent. */
+  logger?: ZkLogger;
+}
+
+/** A partition a consumer owns. */
+export interface OwnedPartition {
+  readonly topic: string;
+  readonly brokerId: number;
+  readonly partition: number;
+}
+
+/**
+ * A rebalance ran out of attempts: some partition stayed owned by another consumer (or
+ * ZooKeeper kept failing) `attempts` times in a row. The consumer owns nothing afterwards and
+ * its streams throw this error; close it.
+ */
+export class RebalanceFailedError extends KlogError {
+  override readonly name: string = 'RebalanceFailedError';
+  constructor(
+    readonly groupId: string,
+    readonly consumerId: string,
+    readonly attempts: number,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `consumer ${consumerId} of group ${groupId} could not rebalance after ${attempts} attempts ` +
+        `(partitions stayed owned by other consumers or ZooKeeper failed); raise rebalanceMaxRetries or rebalanceBackoffMs`,
+      options,
+    );
+  }
+}
+
+/** Why an attempt did not complete. */
+type AttemptResult = { ok: true } | { ok: false; reason: string; cause?: unknown };
+
+/** Key of a partition in maps: `<topic>/<brokerId>-<partition>`. */
+function keyOf(p: OwnedPartition): string {
+  return `${p.topic}/${p.brokerId}-${p.partition}`;
+}
+
+/**
+ * A member of a consumer group (SPEC §4). Call {@link createMessageStreams} once, iterate the
+ * streams, {@link close} when done.
+ */
+export class GroupConsumer {
+  /** This consumer's id in the group; its threads are `<consumerId>-<i>`. */
+  readonly consumerId: string;
+  private readonly groupId: string;
+  private readonly config: Required<Omit<GroupConsumerConfig, 'consumerId' | 'logger'>>;
+  private readonly logger: ZkLogger;
+
+  private zk: ZkClient | undefined;
+  private brokers!: BrokerRegistry;
+  private consumers!: ConsumerRegistry;
+  private ownership!: OwnershipRegistry;
+  private offsets!: OffsetRegistry;
+  private subscription: Record<string, number> = {};
+  private readonly queues = new Map<string, MessageQueue[]>();
+  /** Partitions owned now (claimed in the last successful rebalance), by {@link keyOf}. */
+  private owned = new Map<string, PartitionTopicInfo>();
+  private fetchers: BrokerFetcher[] = [];
+  /** Resolves when the fetchers last stopped have finished. */
+  private fetchersStopped: Promise<void> = Promise.resolve();
+  private watches: ZkWatch[] = [];
+  /** Set once the watches delivered their first values: later changes trigger rebalances. */
+  private watching = false;
+  private rebalanceWanted = false;
+  private rebalanceLoop: Promise<void> | undefined;
+  /** Serializes commits so that an older offset never overwrites a newer one. */
+  private commitChain: Promise<void> = Promise.resolve();
+  private commitTimer: NodeJS.Timeout | undefined;
+  private readonly closing = new AbortController();
+  private failure: Error | undefined;
+  private started = false;
+
+  /**
+   * Checks the settings; connects nothing (see {@link createMessageStreams}).
+   * @throws RangeError for a setting out of range; InvalidNameError (@klog/zk-registry) for a bad group id
+   */
+  constructor(config: GroupConsumerConfig) {
+    this.groupId = checkGroup(config.groupId);
+    this.consumerId = config.consumerId ?? newConsumerId(config.groupId);
+    this.logger = config.logger ?? silentLogger;
+    this.config = {
+      zookeeper: config.zookeeper,
+      groupId: config.groupId,
+      autoOffsetReset: config.autoOffsetReset ?? 'largest',
+      autoCommit: config.autoCommit ?? true,
+      autoCommitIntervalMs: config.autoCommitIntervalMs ?? 1000,
+      fetchBytes: config.fetchBytes ?? defaultFetchBytes,
+      maxFetchBytes: config.maxFetchBytes ?? defaultMaxFetchBytes,
+      maxWaitMs: config.maxWaitMs ?? 500,
+      zkSessionTimeoutMs: config.zkSessionTimeoutMs ?? 6000,
+      rebalanceMaxRetries: config.rebalanceMaxRetries ?? 4,
+      rebalanceBackoffMs: config.rebalanceBackoffMs ?? 2000,
+      queuedChunksMax: config.queuedChunksMax ?? defaultQueuedChunksMax,
+    };
+    const c = this.config;
+    if (c.autoOffsetReset !== 'smallest' && c.autoOffsetReset !== 'largest') {
+      throw new RangeError(`autoOffsetReset ${String(c.autoOffsetReset)} must be 'smallest' or 'largest'`);
+    }
+    positive('autoCommitIntervalMs', c.autoCommitIntervalMs);
+    positive('fetchBytes', c.fetchBytes);
+    positive('maxFetchBytes', c.maxFetchBytes);
+    positive('zkSessionTimeoutMs', c.zkSessionTimeoutMs);
+    positive('rebalanceMaxRetries', c.rebalanceMaxRetries);
+    positive('queuedChunksMax', c.queuedChunksMax);
+    if (!Number.isInteger(c.maxWaitMs) || c.maxWaitMs < 0) throw new RangeError(`maxWaitMs ${c.maxWaitMs} must be a non-negative integer`);
+    if (!Number.isInteger(c.rebalanceBackoffMs) || c.rebalanceBackoffMs < 0) {
+      throw new RangeError(`rebalanceBackoffMs ${c.rebalanceBackoffMs} must be a non-negative integer`);
+    }
+    if (c.fetchBytes > c.maxFetchBytes) throw new RangeError(`fetchBytes ${c.fetchBytes} exceeds maxFetchBytes ${c.maxFetchBytes}`);
+  }
+
+  /**
+   * Joins the group: connects to ZooKeeper, registers `/consumers/<group>/ids/<consumerId>`
+   * (ephemeral, value the subscription), watches the registries, runs the first rebalance
+   * and starts fetching. Call it once.
+   * @param topicCountMap topic → number of streams (consumer threads) for it, each ≥ 1
+   * @returns topic → its streams; stream `i` is fed by the partitions of thread `<consumerId>-<i>`
+   * @throws RangeError for a bad map or a second call; ZkConnectError when ZooKeeper does not
+   *   answer; RebalanceFailedError when the first rebalance runs out of attempts
+   */
+  async createMessageStreams(topicCountMap: Record<string, number>): Promise<Record<string, MessageStream[]>> {
+    if (this.started) throw new RangeError('createMessageStreams may be called once per GroupConsumer');
+    if (this.closing.signal.aborted) throw new KlogError('the consumer is closed');
+    this.started = true;
+    const topics = Object.keys(topicCountMap).sort();
+    if (topics.length === 0) throw new RangeError('topicCountMap names no topic');
+    for (const topic of topics) {
+      checkTopic(topic);
+      const n = topicCountMap[topic]!;
+      if (!Number.isInteger(n) || n < 1) throw new RangeError(`stream count ${n} of topic ${topic} must be a positive integer`);
+      this.subscription[topic] = n;
+      this.queues.set(topic, Array.from({ length: n }, (_, i) => new MessageQueue(topic, i, this.config.queuedChunksMax)));
+    }
+
+    const zk = await ZkClient.connect(this.config.zookeeper, { sessionTimeoutMs: this.config.zkSessionTimeoutMs, logger: this.logger });
+    this.zk = zk;
+    this.brokers = new BrokerRegistry(zk);
+    this.consumers = new ConsumerRegistry(zk);
+    this.ownership = new OwnershipRegistry(zk);
+    this.offsets = new OffsetRegistry(zk);
+    try {
+      zk.on('disconnected', () => this.pauseFetching('lost the connection to ZooKeeper'));
+      zk.on('expired', () => this.pauseFetching('ZooKeeper session expired'));
+      zk.on('connected', ({ reconnect }) => {
+        if (reconnect) this.resumeFetching();
+      });
+      zk.on('session', () => this.requestRebalance('new ZooKeeper session'));
+      await this.consumers.registerConsumer(this.groupId, this.consumerId, this.subscription);
+      this.logger.info({ group: this.groupId, consumerId: this.consumerId, subscription: this.subscription, sessionId: zk.sessionId }, 'consumer registered');
+
+      const trigger = (what: string) => () => {
+        if (this.watching) this.requestRebalance(what);
+      };
+      this.watches.push(this.brokers.watchBrokerIds(trigger('brokers changed')));
+      this.watches.push(this.consumers.watchConsumers(this.groupId, trigger('group members changed')));
+      for (const topic of topics) this.watches.push(this.brokers.watchTopicBrokers(topic, trigger(`brokers of topic ${topic} changed`)));
+      await Promise.all(this.watches.map((w) => w.ready));
+      this.watching = true;
+      await this.requestRebalance('consumer started');
+      if (this.failure) throw this.failure;
+    } catch (error) {
+      await this.close().catch(() => {});
+      throw error;
+    }
+    if (this.config.autoCommit) {
+      this.commitTimer = setInterval(() => {
+        this.commitOffsets().catch((err: unknown) => this.logger.warn({ err }, 'auto-commit failed; will retry'));
+      }, this.config.autoCommitIntervalMs);
+      this.commitTimer.unref();
+    }
+    const out: Record<string, MessageStream[]> = {};
+    for (const [topic, queues] of this.queues) out[topic] = queues;
+    return out;
+  }
+
+  /**
+   * Commits, for each owned partition, the offset after the last message an iterator returned
+   * (SPEC §4): `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>`. Partitions whose
+   * offset did not move since the last commit are skipped.
+   * @param processed when given, commit only these positions instead: for each listed partition
+   *   that this consumer still owns, its `nextOffset` (at most the offset after the last message
+   *   handed out), e.g. the last message of each partition the application has finished with;
+   *   unlisted and no longer owned partitions are left as they are
+   * @throws ZkError when ZooKeeper fails (the offsets are committed again next time)
+   */
+  commitOffsets(processed?: Iterable<Pick<GroupMessage, 'topic' | 'brokerId' | 'partition' | 'nextOffset'>>): Promise<void> {
+    let upTo: Map<string, number> | undefined;
+    if (processed !== undefined) {
+      upTo = new Map();
+      for (const p of processed) upTo.set(keyOf(p), p.nextOffset);
+    }
+    const run = this.commitChain.then(() => this.commitNow([...this.owned.values()], upTo));
+    this.commitChain = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * Leaves the group: stops the fetchers, commits (when `autoCommit`), releases the owned
+   * partitions, unregisters, closes ZooKeeper; the streams' iterators end. Idempotent.
+   */
+  async close(): Promise<void> {
+    if (this.closing.signal.aborted) return;
+    this.closing.abort();
+    clearInterval(this.commitTimer);
+    for (const w of this.watches) w.close();
+    await this.rebalanceLoop;
+    const owned = [...this.owned.values()];
+    await this.stopFetchers();
+    const zk = this.zk;
+    if (zk) {
+      try {
+        if (this.config.autoCommit && owned.length > 0) await this.commitOffsets();
+        await this.release(owned);
+        await this.consumers.unregisterConsumer(this.groupId, this.consumerId);
+      } catch (err) {
+        this.logger.warn({ err }, 'could not commit or release everything on close; ZooKeeper drops the ownership with the session');
+      }
+      this.owned.clear();
+      await zk.close();
+    }
+    for (const queues of this.queues.values()) for (const q of queues) q.end();
+    this.logger.info({ group: this.groupId, consumerId: this.consumerId }, 'consumer closed');
+  }
+
+  /** The partitions this consumer owns now, sorted by topic, broker id, partition. */
+  ownedPartitions(): OwnedPartition[] {
+    return [...this.owned.values()]
+      .map(({ topic, brokerId, partition }) => ({ topic, brokerId, partition }))
+      .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : comparePartitions(a, b)));
+  }
+
+  /**
+   * The current ZooKeeper session's id and password, for tests that force its expiry
+   * (`expireSession` of `@klog/zk-registry/testing`).
+   * @throws KlogError before {@link createMessageStreams}
+   */
+  sessionCredentials(): ZkSessionCredentials {
+    if (!this.zk) throw new KlogError('not connected: call createMessageStreams first');
+    return this.zk.sessionCredentials();
+  }
+
+  // ------------------------------------------------------------------ rebalance
+
+  /** Asks for a rebalance; resolves when no rebalance is wanted or running any more. */
+  private requestRebalance(reason: string): Promise<void> {
+    if (this.closing.signal.aborted || this.failure) return Promise.resolve();
+    this.logger.debug({ reason }, 'rebalance requested');
+    this.rebalanceWanted = true;
+    this.rebalanceLoop ??= this.runRebalances().finally(() => {
+      this.rebalanceLoop = undefined;
+    });
+    return this.rebalanceLoop;
+  }
+
+  private async runRebalances(): Promise<void> {
+    while (this.rebalanceWanted && !this.closing.signal.aborted && !this.failure) {
+      this.rebalanceWanted = false;
+      await this.syncedRebalance();
+    }
+    // A reconnect while the rebalance ran could not restart the fetchers; do it now.
+    if (!this.closing.signal.aborted && !this.failure) this.resumeFetching(true);
+  }
+
+  /** Algorithm 1 with bounded retries. On exhaustion the consumer fails (see RebalanceFailedError). */
+  private async syncedRebalance(): Promise<void> {
+    const attempts = this.config.rebalanceMaxRetries;
+    let last: AttemptResult = { ok: false, reason: 'not run' };
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (this.closing.signal.aborted) return;
+      const started = Date.now();
+      try {
+        last = await this.rebalanceAttempt();
+      } catch (cause) {
+        last = { ok: false, reason: 'ZooKeeper failed', cause };
+      }
+      if (last.ok) {
+        this.logger.info(
+          { group: this.groupId, consumerId: this.consumerId, attempt, ms: Date.now() - started, owned: this.ownedPartitions().map(keyOf) },
+          'rebalance done',
+        );
+        return;
+      }
+      this.logger.info({ attempt, attempts, reason: last.reason, err: last.cause, backoffMs: this.config.rebalanceBackoffMs }, 'rebalance attempt failed; backing off');
+      if (attempt < attempts && !(await sleep(this.config.rebalanceBackoffMs, this.closing.signal))) return;
+    }
+    const error = new RebalanceFailedError(this.groupId, this.consumerId, attempts, { cause: last.cause ?? last.reason });
+    this.logger.error({ err: error, reason: last.reason }, 'rebalance failed; the consumer leaves the group and its streams throw');
+    await this.fail(error);
+  }
+
+  /** One attempt of Algorithm 1; a failed attempt leaves no claim of its own behind. */
+  private async rebalanceAttempt(): Promise<AttemptResult> {
+    // 1-2: stop, commit, release.
+    const previous = [...this.owned.values()];
+    await this.stopFetchers();
+    if (this.config.autoCommit && previous.length > 0) await this.commitOffsets();
+    await this.release(previous);
+    this.owned = new Map();
+
+    // 3: read the registries.
+    const live = new Map<number, BrokerInfo>();
+    for (const b of await this.brokers.listBrokers()) live.set(b.id, b);
+    const members = await this.consumers.listConsumers(this.groupId);
+    if (!members.some((m) => m.consumerId === this.consumerId)) {
+      return { ok: false, reason: 'this consumer is not (yet) in the group registry' };
+    }
+    const wanted: Array<{ topic: string; stream: number; threadId: string; partition: PartitionRef }> = [];
+    for (const [topic, streams] of Object.entries(this.subscription)) {
+      const partitions = allPartitions(await this.brokers.topicPartitions(topic)).filter((p) => live.has(p.brokerId));
+      const threads = members.flatMap((m) => consumerThreadIds(m.consumerId, m.subscription[topic] ?? 0));
+      const assignment = assignPartitions(partitions, threads);
+      consumerThreadIds(this.consumerId, streams).forEach((threadId, stream) => {
+        for (const partition of assignment.get(threadId) ?? []) wanted.push({ topic, stream, threadId, partition });
+      });
+    }
+    if (this.closing.signal.aborted) return { ok: false, reason: 'closing' };
+
+    // 4-5: claim; on a conflict give back what this attempt took.
+    const claimed: OwnedPartition[] = [];
+    try {
+      for (const w of wanted) {
+        if (!(await this.ownership.claim(this.groupId, w.topic, w.partition, w.threadId))) {
+          await this.release(claimed);
+          const owner = await this.ownership.owner(this.groupId, w.topic, w.partition).catch(() => undefined);
+          return { ok: false, reason: `${w.topic} ${w.partition.brokerId}-${w.partition.partition} is still owned by ${owner ?? 'another consumer'}` };
+        }
+        claimed.push({ topic: w.topic, ...w.partition });
+      }
+    } catch (error) {
+      await this.release(claimed).catch(() => {});
+      throw error;
+    }
+
+    // 6: start from the committed offsets.
+    const owned = new Map<string, PartitionTopicInfo>();
+    for (const w of wanted) {
+      const info: PartitionTopicInfo = {
+        topic: w.topic,
+        brokerId: w.partition.brokerId,
+        partition: w.partition.partition,
+        queue: this.queues.get(w.topic)![w.stream]!,
+        consumedOffset: undefined,
+        committedOffset: undefined,
+      };
+      info.consumedOffset = await this.readCommittedOffset(info);
+      info.committedOffset = info.consumedOffset;
+      owned.set(keyOf(info), info);
+    }
+    await this.applyResetPolicy([...owned.values()].filter((i) => i.consumedOffset === undefined), live);
+    this.owned = owned;
+    this.liveBrokers = live;
+    if (this.closing.signal.aborted) return { ok: true };
+    if (this.zk?.isConnected) this.startFetchers();
+    return { ok: true };
+  }
+
+  /** Live brokers as of the last rebalance (where the fetchers connect). */
+  private liveBrokers = new Map<number, BrokerInfo>();
+
+  /**
+   * The committed offset of a partition; undefined (start from the reset policy) when none is
+   * stored or the stored value is not a non-negative integer (with a warning).
+   */
+  private async readCommittedOffset(p: OwnedPartition): Promise<number | undefined> {
+    const node = await this.zk!.getData(offsetPath(this.groupId, p.topic, p.brokerId, p.partition));
+    if (node === undefined) return undefined;
+    const value = node.data.toString('utf8');
+    const offset = parseOffset(value);
+    if (offset === undefined) {
+      this.logger.warn(
+        { topic: p.topic, brokerId: p.brokerId, partition: p.partition, value, policy: this.config.autoOffsetReset },
+        'invalid committed offset (not a non-negative integer); using the reset policy',
+      );
+    }
+    return offset;
+  }
+
+  /**
+   * Sets the start of partitions without a valid committed offset from `autoOffsetReset`
+   * (an OFFSETS request to their broker), so that a consumer that joined starts at the log
+   * end as of the rebalance. A broker that does not answer leaves it to the fetcher.
+   */
+  private async applyResetPolicy(infos: readonly PartitionTopicInfo[], live: ReadonlyMap<number, BrokerInfo>): Promise<void> {
+    for (const info of infos) {
+      const broker = live.get(info.brokerId);
+      if (!broker) continue;
+      const consumer = new SimpleConsumer({ host: broker.host, port: broker.port, connectTimeoutMs: 2000, requestTimeoutMs: 5000 });
+      try {
+        info.consumedOffset =
+          this.config.autoOffsetReset === 'smallest'
+            ? await consumer.earliestOffset(info.topic, info.partition)
+            : await consumer.latestOffset(info.topic, info.partition);
+        this.logger.info(
+          { topic: info.topic, brokerId: info.brokerId, partition: info.partition, offset: info.consumedOffset, policy: this.config.autoOffsetReset },
+          'no valid committed offset; starting from the reset policy',
+        );
+      } catch (err) {
+        this.logger.warn({ topic: info.topic, brokerId: info.brokerId, partition: info.partition, err }, 'could not ask the broker for the reset offset; the fetcher will');
+      } finally {
+        await consumer.close().catch(() => {});
+      }
+    }
+  }
+
+  private async release(partitions: readonly OwnedPartition[]): Promise<void> {
+    for (const p of partitions) await this.ownership.release(this.groupId, p.topic, p);
+  }
+
+  private async commitNow(infos: readonly PartitionTopicInfo[], upTo?: ReadonlyMap<string, number>): Promise<void> {
+    const committed: Array<{ topic: string; brokerId: number; partition: number; offset: number }> = [];
+    for (const info of infos) {
+      const consumed = info.consumedOffset;
+      const asked = upTo === undefined ? consumed : upTo.get(keyOf(info));
+      const offset = asked === undefined || consumed === undefined ? undefined : Math.min(asked, consumed);
+      if (offset === undefined || offset === info.committedOffset) continue;
+      await this.offsets.commit(this.groupId, info.topic, info, offset);
+      info.committedOffset = offset;
+      committed.push({ topic: info.topic, brokerId: info.brokerId, partition: info.partition, offset });
+    }
+    if (committed.length > 0) this.logger.debug({ group: this.groupId, offsets: committed }, 'offsets committed');
+  }
+
+  // ------------------------------------------------------------------ fetchers
+
+  private startFetchers(): void {
+    if (this.fetchers.length > 0) return;
+    const byBroker = new Map<number, PartitionTopicInfo[]>();
+    for (const info of this.owned.values()) {
+      const list = byBroker.get(info.brokerId) ?? [];
+      list.push(info);
+      byBroker.set(info.brokerId, list);
+    }
+    for (const [brokerId, infos] of byBroker) {
+      const broker = this.liveBrokers.get(brokerId);
+      if (!broker) continue;
+      const fetcher = new BrokerFetcher(broker, infos, {
+        fetchBytes: this.config.fetchBytes,
+        maxFetchBytes: this.config.maxFetchBytes,
+        maxWaitMs: this.config.maxWaitMs,
+        autoOffsetReset: this.config.autoOffsetReset,
+        logger: this.logger,
+        onFatal: (info, error) => info.queue.fail(error),
+      });
+      fetcher.start();
+      this.fetchers.push(fetcher);
+    }
+  }
+
+  /**
+   * Stops the fetchers and drops the messages they queued but no iterator took, at once (no
+   * message is handed out after this call returns); resolves when they have finished.
+   */
+  private stopFetchers(): Promise<void> {
+    const fetchers = this.fetchers;
+    this.fetchers = [];
+    const infos = new Set(this.owned.values());
+    for (const queues of this.queues.values()) for (const q of queues) q.clear(infos);
+    const stopping = Promise.all(fetchers.map((f) => f.stop())).then(() => undefined);
+    this.fetchersStopped = Promise.all([this.fetchersStopped, stopping]).then(() => undefined);
+    return this.fetchersStopped;
+  }
+
+  private pauseFetching(why: string): void {
+    if (this.fetchers.length === 0) return;
+    this.logger.warn({ group: this.groupId, consumerId: this.consumerId, owned: this.ownedPartitions().map(keyOf) }, `${why}: fetching stopped`);
+    void this.stopFetchers();
+  }
+
+  /** Restarts the fetchers of the owned partitions after the session came back, unless a rebalance runs (it starts them). */
+  private resumeFetching(fromRebalanceLoop = false): void {
+    if (!fromRebalanceLoop && this.rebalanceLoop !== undefined) return;
+    if (this.closing.signal.aborted || this.failure || !this.zk?.isConnected || this.fetchers.length > 0 || this.owned.size === 0) return;
+    this.logger.info({ owned: this.ownedPartitions().map(keyOf) }, 'ZooKeeper session kept; fetching again');
+    this.startFetchers();
+  }
+
+  /** Fails the consumer: it leaves the group (so the others take its share) and its streams throw `error`. */
+  /** Leaves the group (so the other members take its share), then makes the streams throw `error`. */
+  private async fail(error: Error): Promise<void> {
+    this.failure = error;
+    await this.consumers.unregisterConsumer(this.groupId, this.consumerId).catch((err: unknown) => {
+      this.logger.warn({ err }, 'could not unregister after a failed rebalance');
+    });
+    for (const queues of this.queues.values()) for (const q of queues) q.fail(error);
+  }
+}
+
+function positive(name: string, value: number): void {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} ${value} must be a positive integer`);
+}

@@ -1,0 +1,8 @@
+/**
+ * The group consumer (the paper §3.3, SPEC §4): {@link GroupConsumer}, its streams, the fetchers
+ * and the pure Algorithm 1 ({@link assignPartitions}).
+ */
+export * from './group-consumer.js';
+export * from './message-stream.js';
+export { type OffsetReset } from './fetcher.js';
+export * from './rebalance.js';

@@ -1,0 +1,413 @@
+/**
+ * The producer pool (SPEC §5): one connection per broker and the batches waiting for it. Both
+ * producers ({@link Producer} over a static broker list, {@link ZkProducer} over the ZooKeeper
+ * registry) decide which partition of which broker a record goes to, then hand it here; the
+ * pool batches records by count and linger time into one message set per partition and one
+ * request per broker, bounds the bytes batched or in flight, and settles acknowledgements.
+ *
+ * Acknowledgements (`acks`): 0 sends MULTIPRODUCE requests, which get no response, as in the
+ * paper; 1 and 2 send PRODUCE_ACK requests, answered once the broker appended the messages (1)
+ * or appended and flushed them (2), and report each record's offset.
+ */
+import {
+  type AckLevelValue,
+  decodeProduceAckResponse,
+  encodeMessageSet,
+  encodeMultiProduceRequest,
+  encodeProduceAckRequest,
+  ErrorCode,
+  messageSizeInBytes,
+  type PartitionMessages,
+} from '@klog/protocol';
+import { Connection } from './connection.js';
+import { KlogBrokerError, KlogError } from './errors.js';
+
+/** 0: fire-and-forget (no response); 1: answered once appended; 2: answered once appended and flushed. */
+export type Acks = 0 | 1 | 2;
+
+/** The subset of a pino logger the client uses. */
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
+
+/** Default messages per batch. */
+export const defaultBatchSize = 200;
+/** Default linger time in ms. */
+export const defaultLingerMs = 5;
+/** Default bound on bytes batched or in flight. */
+export const defaultMaxInFlightBytes = 32 * 1024 * 1024;
+/** Most partitions in one MULTIPRODUCE or PRODUCE_ACK request (an int16 count). */
+const maxPartitionsPerRequest = 32767;
+
+/** Batching and acknowledgement settings shared by both producers. */
+export interface ProducerPoolOptions {
+  /** Messages per broker that trigger sending its batch at once. Default 200. */
+  readonly batchSize?: number;
+  /** Most ms a message waits in a batch before the batch is sent. Default 5. */
+  readonly lingerMs?: number;
+  /** Acknowledgement level, see {@link Acks}. Default 0. */
+  readonly acks?: Acks;
+  /**
+   * Most bytes of encoded messages in batches or in flight (not yet handed to the operating
+   * system with acks 0, not yet acknowledged with acks 1-2); `send` waits while they are
+   * above it. Default 32 MiB.
+   */
+  readonly maxInFlightBytes?: number;
+  /** Most ms to wait for an acknowledgement or a metadata response. Default 30,000. */
+  readonly requestTimeoutMs?: number;
+  /** Most ms to wait for a connection to open. Default 10,000. */
+  readonly connectTimeoutMs?: number;
+  readonly logger?: Logger;
+}
+
+/** What the pool knows of a record's partition: at least its topic and a partition number for messages. */
+export interface PartitionMeta {
+  readonly topic: string;
+  /** The partition number the producer reports (over the broker list, or on the broker). */
+  readonly partition: number;
+}
+
+/** A record's result: its partition's meta plus, with acks 1 or 2, its offsets. */
+export type SendResult<M extends PartitionMeta> = M & {
+  /** Byte offset of the message in its partition; only with acks 1 or 2. */
+  readonly offset?: number;
+  /** Byte offset of the message after it (`offset + 4 + length`); only with acks 1 or 2. */
+  readonly nextOffset?: number;
+};
+
+/** A broker of the pool: its connection and the batches waiting for it. */
+export interface PooledBroker {
+  /** `host:port`. */
+  readonly address: string;
+  readonly connection: Connection;
+}
+
+/** Where one record goes: a partition of a pooled broker, and what to report about it. */
+export interface PartitionTarget<M extends PartitionMeta> {
+  readonly broker: PooledBroker;
+  /** Partition number on the broker (what the request names). */
+  readonly brokerPartition: number;
+  readonly meta: M;
+}
+
+/** One send() call waiting for its acknowledgements. */
+interface SendCall {
+  readonly results: unknown[];
+  remaining: number;
+  settled: boolean;
+  readonly resolve: (r: unknown[]) => void;
+  readonly reject: (e: Error) => void;
+}
+
+/** A record of a SendCall placed in a partition batch. */
+interface Placement {
+  readonly call: SendCall;
+  readonly index: number;
+  /** Bytes before this message in the batch's message set. */
+  readonly position: number;
+  /** Bytes of this message, length field included. */
+  readonly size: number;
+}
+
+/** The messages batched for one partition of one broker. */
+interface PartitionBatch {
+  readonly topic: string;
+  /** Partition number on the broker. */
+  readonly brokerPartition: number;
+  /** Reported in results and errors. */
+  readonly meta: PartitionMeta;
+  readonly payloads: Buffer[];
+  /** Encoded bytes of `payloads`. */
+  bytes: number;
+  readonly placements: Placement[];
+}
+
+interface BrokerState extends PooledBroker {
+  /** Batches by `topic\0brokerPartition`. */
+  batches: Map<string, PartitionBatch>;
+  /** Messages in `batches`. */
+  batchedMessages: number;
+  /** Sends `batches` when the linger time is up; set while batches is not empty. */
+  lingerTimer: NodeJS.Timeout | undefined;
+  /** Requests to this broker written and not yet settled. */
+  readonly outstanding: Set<Promise<void>>;
+  /** Set by retire(): no longer routed to; closes once its requests settle. */
+  retired: boolean;
+}
+
+/** Connections, batches and acknowledgements for a producer (see the file comment). */
+export class ProducerPool {
+  readonly acks: Acks;
+  private readonly batchSize: number;
+  private readonly lingerMs: number;
+  private readonly maxInFlightBytes: number;
+  private readonly requestTimeoutMs: number | undefined;
+  private readonly connectTimeoutMs: number | undefined;
+  private readonly logger: Logger | undefined;
+
+  /** Brokers by address. */
+  private readonly brokers = new Map<string, BrokerState>();
+  /** Bytes batched or in flight (see maxInFlightBytes). */
+  private inFlightBytes = 0;
+  /** Callers of send() waiting for inFlightBytes to drop. */
+  private roomWaiters: Array<() => void> = [];
+  /** Requests written and not yet settled. */
+  private readonly outstanding = new Set<Promise<void>>();
+  /** Connections of retired brokers being closed. */
+  private readonly closing = new Set<Promise<void>>();
+  /** A failure of a fire-and-forget send, reported by the next send() or flush(). */
+  private asyncError: Error | undefined;
+  private isClosed = false;
+
+  /** @throws RangeError for a bad batchSize, lingerMs, acks or maxInFlightBytes */
+  constructor(options: ProducerPoolOptions) {
+    this.batchSize = options.batchSize ?? defaultBatchSize;
+    this.lingerMs = options.lingerMs ?? defaultLingerMs;
+    this.acks = options.acks ?? 0;
+    this.maxInFlightBytes = options.maxInFlightBytes ?? defaultMaxInFlightBytes;
+    this.requestTimeoutMs = options.requestTimeoutMs;
+    this.connectTimeoutMs = options.connectTimeoutMs;
+    this.logger = options.logger;
+    if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw new RangeError(`batchSize ${this.batchSize} must be an integer ≥ 1`);
+    if (!Number.isFinite(this.lingerMs) || this.lingerMs < 0) throw new RangeError(`lingerMs ${this.lingerMs} must be ≥ 0`);
+    if (this.acks !== 0 && this.acks !== 1 && this.acks !== 2) throw new RangeError(`acks ${String(this.acks)} must be 0, 1 or 2`);
+    if (!(this.maxInFlightBytes > 0)) throw new RangeError(`maxInFlightBytes ${this.maxInFlightBytes} must be > 0`);
+  }
+
+  /** True once {@link close} started. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** The pooled broker at `host:port`, opened (lazily, on first request) when new. */
+  broker(host: string, port: number): PooledBroker {
+    const address = `${host}:${port}`;
+    let b = this.brokers.get(address);
+    if (!b) {
+      b = {
+        address,
+        connection: new Connection({ host, port, requestTimeoutMs: this.requestTimeoutMs, connectTimeoutMs: this.connectTimeoutMs }),
+        batches: new Map(),
+        batchedMessages: 0,
+        lingerTimer: undefined,
+        outstanding: new Set(),
+        retired: false,
+      };
+      this.brokers.set(address, b);
+    }
+    return b;
+  }
+
+  /**
+   * Takes a broker out of the pool (it left the cluster): what is batched for it is sent at
+   * once (and fails if it is gone), and its connection closes once its requests settle. A
+   * later {@link broker} call for the same address opens a new one.
+   */
+  retire(broker: PooledBroker): void {
+    const b = this.brokers.get(broker.address);
+    if (b !== broker || !b) return;
+    this.brokers.delete(b.address);
+    b.retired = true;
+    this.sendBatches(b);
+    const closing = Promise.allSettled([...b.outstanding])
+      .then(() => b.connection.close())
+      .finally(() => this.closing.delete(closing));
+    this.closing.add(closing);
+  }
+
+  /** Throws (once) the failure of an earlier fire-and-forget request, if any, and a KlogError when closed. */
+  checkOpen(): void {
+    if (this.isClosed) throw new KlogError('producer is closed');
+    const e = this.asyncError;
+    if (e) {
+      this.asyncError = undefined;
+      throw e;
+    }
+  }
+
+  /**
+   * Adds each payload to the batch of its target. With acks 0 resolves once every record is
+   * in a batch (waiting first while maxInFlightBytes are batched or in flight), with each
+   * target's meta; with acks 1 or 2 resolves once every record is acknowledged, with its
+   * offsets. Records to one partition keep their order.
+   * @throws KlogError when the pool closes meanwhile; KlogBrokerError or KlogConnectionError
+   *   from an acknowledgement (acks 1-2)
+   */
+  async send<M extends PartitionMeta>(targets: readonly PartitionTarget<M>[], payloads: readonly Buffer[]): Promise<SendResult<M>[]> {
+    let call: SendCall | undefined;
+    let acked: Promise<unknown[]> | undefined;
+    if (this.acks !== 0 && payloads.length > 0) {
+      acked = new Promise<unknown[]>((resolve, reject) => {
+        call = { results: new Array<unknown>(payloads.length), remaining: payloads.length, settled: false, resolve, reject };
+      });
+    }
+    for (let i = 0; i < payloads.length; i++) {
+      while (this.inFlightBytes >= this.maxInFlightBytes) await this.waitForRoom();
+      if (this.isClosed) throw new KlogError('producer closed while sending');
+      this.append(targets[i]!, payloads[i]!, call, i);
+    }
+    if (acked) return (await acked) as SendResult<M>[];
+    return targets.map((t) => t.meta);
+  }
+
+  /**
+   * Sends every batch now and waits until every request is written (acks 0) or acknowledged (acks 1-2).
+   * @throws the first failure of a fire-and-forget request since the last send or flush
+   *   (KlogConnectionError); failures of acknowledged requests reject their send() instead
+   */
+  async flush(): Promise<void> {
+    for (const b of this.brokers.values()) this.sendBatches(b);
+    while (this.outstanding.size > 0) await Promise.allSettled([...this.outstanding]);
+    const e = this.asyncError;
+    if (e) {
+      this.asyncError = undefined;
+      throw e;
+    }
+  }
+
+  /**
+   * Sends what is batched, waits for it as {@link flush} does, and closes the connections.
+   * Later sends throw. Safe to call twice.
+   * @throws what flush throws (the connections are closed all the same)
+   */
+  async close(): Promise<void> {
+    if (this.isClosed) return;
+    try {
+      await this.flush();
+    } finally {
+      this.isClosed = true;
+      for (const w of this.roomWaiters.splice(0)) w();
+      await Promise.all([...this.brokers.values()].map((b) => b.connection.close()));
+      await Promise.allSettled([...this.closing]);
+    }
+  }
+
+  private append(target: PartitionTarget<PartitionMeta>, payload: Buffer, call: SendCall | undefined, index: number): void {
+    // Every PooledBroker is a BrokerState made by broker().
+    const b = target.broker as BrokerState;
+    const key = `${target.meta.topic}\0${target.brokerPartition}`;
+    let batch = b.batches.get(key);
+    if (!batch) {
+      batch = { topic: target.meta.topic, brokerPartition: target.brokerPartition, meta: target.meta, payloads: [], bytes: 0, placements: [] };
+      b.batches.set(key, batch);
+    }
+    const size = messageSizeInBytes(payload.length);
+    if (call) batch.placements.push({ call, index, position: batch.bytes, size });
+    batch.payloads.push(payload);
+    batch.bytes += size;
+    b.batchedMessages++;
+    this.inFlightBytes += size;
+    // A retired broker gets no linger: its batch goes (and fails) at once.
+    if (b.retired || b.batchedMessages >= this.batchSize) this.sendBatches(b);
+    else if (!b.lingerTimer) b.lingerTimer = setTimeout(() => this.sendBatches(b), this.lingerMs);
+  }
+
+  /** Sends the broker's batches, one request per at most 32767 partitions. */
+  private sendBatches(broker: BrokerState): void {
+    if (broker.lingerTimer) clearTimeout(broker.lingerTimer);
+    broker.lingerTimer = undefined;
+    if (broker.batches.size === 0) return;
+    const batches = [...broker.batches.values()];
+    broker.batches = new Map();
+    broker.batchedMessages = 0;
+    for (let i = 0; i < batches.length; i += maxPartitionsPerRequest) {
+      this.sendRequest(broker, batches.slice(i, i + maxPartitionsPerRequest));
+    }
+  }
+
+  private sendRequest(broker: BrokerState, batches: PartitionBatch[]): void {
+    const sets: PartitionMessages[] = batches.map((b) => ({
+      topic: b.topic,
+      partition: b.brokerPartition,
+      messages: encodeMessageSet(b.payloads),
+    }));
+    const bytes = batches.reduce((n, b) => n + b.bytes, 0);
+    const done =
+      this.acks === 0
+        ? broker.connection.send(encodeMultiProduceRequest(sets)).catch((e: Error) => {
+            this.logger?.warn({ broker: broker.address, err: e.message }, 'produce request failed');
+            this.asyncError ??= e;
+          })
+        : broker.connection
+            .request(encodeProduceAckRequest({ acks: this.acks as AckLevelValue, partitions: sets }))
+            .then((res) => settleAcks(broker.address, batches, res.errorCode, () => decodeProduceAckResponse(res.body)))
+            .catch((e: Error) => {
+              for (const b of batches) for (const p of b.placements) failCall(p.call, e);
+            });
+    const tracked = done.finally(() => {
+      this.outstanding.delete(tracked);
+      broker.outstanding.delete(tracked);
+      this.release(bytes);
+    });
+    this.outstanding.add(tracked);
+    broker.outstanding.add(tracked);
+  }
+
+  private waitForRoom(): Promise<void> {
+    // Batched bytes count as in flight: send them so that room can appear.
+    for (const b of this.brokers.values()) this.sendBatches(b);
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  private release(bytes: number): void {
+    this.inFlightBytes -= bytes;
+    if (this.inFlightBytes < this.maxInFlightBytes) for (const w of this.roomWaiters.splice(0)) w();
+  }
+}
+
+/** Resolves (or rejects) the send() calls of an acknowledged request's records. */
+function settleAcks(
+  address: string,
+  batches: readonly PartitionBatch[],
+  errorCode: number,
+  decode: () => ReturnType<typeof decodeProduceAckResponse>,
+): void {
+  if (errorCode !== ErrorCode.None) {
+    for (const b of batches) {
+      const e = new KlogBrokerError(errorCode, { topic: b.topic, partition: b.meta.partition, broker: address }, 'produce rejected');
+      for (const p of b.placements) failCall(p.call, e);
+    }
+    return;
+  }
+  let results;
+  try {
+    results = decode();
+  } catch (err) {
+    const e = new KlogBrokerError(ErrorCode.Unknown, { broker: address }, `undecodable produce acknowledgement: ${(err as Error).message}`);
+    for (const b of batches) for (const p of b.placements) failCall(p.call, e);
+    return;
+  }
+  const byPartition = new Map(results.map((r) => [`${r.topic}\0${r.partition}`, r]));
+  for (const b of batches) {
+    const r = byPartition.get(`${b.topic}\0${b.brokerPartition}`);
+    const where = { topic: b.topic, partition: b.meta.partition, broker: address };
+    if (!r || r.errorCode !== ErrorCode.None) {
+      const e = r
+        ? new KlogBrokerError(r.errorCode, where, 'produce rejected')
+        : new KlogBrokerError(ErrorCode.Unknown, where, 'acknowledgement does not name the partition');
+      for (const p of b.placements) failCall(p.call, e);
+      continue;
+    }
+    for (const p of b.placements) {
+      if (p.call.settled) continue;
+      const offset = r.offset + p.position;
+      p.call.results[p.index] = { ...b.meta, offset, nextOffset: offset + p.size };
+      if (--p.call.remaining === 0) {
+        p.call.settled = true;
+        p.call.resolve(p.call.results);
+      }
+    }
+  }
+}
+
+function failCall(call: SendCall, e: Error): void {
+  if (call.settled) return;
+  call.settled = true;
+  call.reject(e);
+}
+
+/** A payload or key as bytes: a string is its UTF-8. */
+export function toBuffer(v: Buffer | string): Buffer {
+  return typeof v === 'string' ? Buffer.from(v, 'utf8') : v;
+}

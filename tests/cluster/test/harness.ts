@@ -1,0 +1,274 @@
+/**
+ * Processes for klog's system tests: brokers (`klog-broker`) and consumer-group members
+ * (`fixtures/member.mjs`) as child processes that a test can kill with SIGKILL, plus helpers to
+ * read the group's state from ZooKeeper.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { ZkClient } from '@klog/zk-registry';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The broker's command line, built by `turbo run build`. */
+export const brokerMain = join(here, '../../../apps/broker/dist/main.js');
+const memberScript = join(here, 'fixtures/member.mjs');
+/** The `klog` command line. */
+export const klogMain = join(here, '../../../tools/klog/dist/main.js');
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` every 50 ms until it is true; throws naming `what` after `timeoutMs`. */
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Every child started by this module, killed by {@link killAll}. */
+const children = new Set<ChildProcess>();
+
+/** Kills every child process still running (SIGKILL). */
+export async function killAll(): Promise<void> {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  children.clear();
+}
+
+function exited(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => proc.once('exit', () => resolve()));
+}
+
+/** A broker process. */
+export class BrokerProcess {
+  proc!: ChildProcess;
+  port = 0;
+  readonly lines: string[] = [];
+
+  constructor(
+    readonly id: number,
+    readonly zookeeper: string,
+    readonly logDir: string,
+    readonly extraArgs: string[] = [],
+  ) {}
+
+  /** Starts (or restarts) the broker on its log dir and waits for "broker listening". */
+  async start(): Promise<this> {
+    const args = [brokerMain, '--zookeeper', this.zookeeper, '--broker-id', String(this.id), '--port', '0', '--log-dir', this.logDir, ...this.extraArgs];
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = proc;
+    children.add(proc);
+    proc.stderr!.on('data', (d: Buffer) => this.lines.push(d.toString()));
+    const listening = new Promise<number>((resolve, reject) => {
+      createInterface({ input: proc.stdout! }).on('line', (line) => {
+        this.lines.push(line);
+        try {
+          const o = JSON.parse(line) as { msg?: string; port?: number };
+          if (o.msg === 'broker listening') resolve(o.port!);
+        } catch {
+          // not JSON
+        }
+      });
+      proc.once('exit', (code) => reject(new Error(`broker ${this.id} exited with ${code}: ${this.lines.slice(-5).join('\n')}`)));
+    });
+    this.port = await listening;
+    return this;
+  }
+
+  /** SIGKILL: no clean shutdown, its ZooKeeper registrations stay until its session times out. */
+  async kill9(): Promise<void> {
+    this.proc.kill('SIGKILL');
+    await exited(this.proc);
+  }
+}
+
+/** Starts `n` brokers with ids 0..n-1 on fresh log dirs. */
+export async function startBrokers(zookeeper: string, n: number, extraArgs: string[]): Promise<BrokerProcess[]> {
+  const out: BrokerProcess[] = [];
+  for (let id = 0; id < n; id++) {
+    out.push(await new BrokerProcess(id, zookeeper, mkdtempSync(join(tmpdir(), `klog-cluster-${id}-`)), extraArgs).start());
+  }
+  return out;
+}
+
+/** Removes the brokers' log dirs. */
+export function removeLogDirs(brokers: readonly BrokerProcess[]): void {
+  for (const b of brokers) rmSync(b.logDir, { recursive: true, force: true });
+}
+
+/** A message as a member printed it. */
+export interface Received {
+  /** Member (process) that received it. */
+  readonly member: string;
+  /** When the member printed it (epoch ms, the member's clock). */
+  readonly t: number;
+  readonly b: number;
+  readonly p: number;
+  readonly o: number;
+  readonly n: number;
+  readonly v: string;
+}
+
+/** A log line of a member. */
+export interface MemberLog {
+  readonly t: number;
+  readonly level: string;
+  readonly msg: string;
+  readonly [k: string]: unknown;
+}
+
+/** Settings of a member (see fixtures/member.mjs). */
+export interface MemberSettings {
+  zookeeper: string;
+  group: string;
+  topic: string;
+  consumerId: string;
+  streams?: number;
+  sessionTimeoutMs?: number;
+  autoCommitIntervalMs?: number;
+  rebalanceBackoffMs?: number;
+  rebalanceMaxRetries?: number;
+  delayEvery?: number;
+  delayMs?: number;
+}
+
+/** A consumer-group member process. */
+export class Member {
+  readonly proc: ChildProcess;
+  readonly received: Received[] = [];
+  readonly logs: MemberLog[] = [];
+  readonly errors: string[] = [];
+  readonly stderr: string[] = [];
+  start: { sessionId: string; password: string; t: number } | undefined;
+
+  constructor(
+    readonly settings: MemberSettings,
+    /** Where every member of a test appends what it received. */
+    readonly sink: Received[],
+  ) {
+    this.proc = spawn(process.execPath, [memberScript, JSON.stringify(settings)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(this.proc);
+    this.proc.stderr!.on('data', (d: Buffer) => this.stderr.push(d.toString()));
+    createInterface({ input: this.proc.stdout! }).on('line', (line) => this.onLine(line));
+  }
+
+  get id(): string {
+    return this.settings.consumerId;
+  }
+
+  private onLine(line: string): void {
+    let o: Record<string, unknown>;
+    try {
+      o = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    if (o['e'] === 'm') {
+      const r: Received = { member: this.id, t: o['t'] as number, b: o['b'] as number, p: o['p'] as number, o: o['o'] as number, n: o['n'] as number, v: o['v'] as string };
+      this.received.push(r);
+      this.sink.push(r);
+    } else if (o['e'] === 'log') {
+      this.logs.push(o as unknown as MemberLog);
+    } else if (o['e'] === 'start') {
+      this.start = { sessionId: o['sessionId'] as string, password: o['password'] as string, t: o['t'] as number };
+    } else if (o['e'] === 'error') {
+      this.errors.push(o['message'] as string);
+    }
+  }
+
+  /** Resolves once the member joined and ran its first rebalance. */
+  async started(timeoutMs = 30_000): Promise<this> {
+    await waitFor(`member ${this.id} to start (stderr: ${this.stderr.join('').slice(-500)})`, () => {
+      if (this.proc.exitCode !== null) throw new Error(`member ${this.id} exited with ${this.proc.exitCode}: ${this.stderr.join('').slice(-1000)}`);
+      return this.start !== undefined;
+    }, timeoutMs);
+    return this;
+  }
+
+  /** The last offset this member reported committing for each partition (`b-p` → offset). */
+  lastCommits(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const l of this.logs) {
+      if (l.msg !== 'offsets committed') continue;
+      for (const c of l['offsets'] as Array<{ brokerId: number; partition: number; offset: number }>) out.set(`${c.brokerId}-${c.partition}`, c.offset);
+    }
+    return out;
+  }
+
+  /** The partitions (`b-p`) of each "rebalance done" line, with its time. */
+  rebalances(): Array<{ t: number; owned: string[] }> {
+    return this.logs
+      .filter((l) => l.msg === 'rebalance done')
+      .map((l) => ({ t: l.t, owned: (l['owned'] as string[]).map((k) => k.slice(k.indexOf('/') + 1)) }));
+  }
+
+  /** SIGKILL. */
+  async kill9(): Promise<void> {
+    this.proc.kill('SIGKILL');
+    await exited(this.proc);
+  }
+
+  /** SIGTERM: the member closes (commits, releases) and exits. */
+  async stop(): Promise<void> {
+    this.proc.kill('SIGTERM');
+    await exited(this.proc);
+  }
+}
+
+/** The owner of each partition of `topic` in `group`: `b-p` → thread id. */
+export async function owners(zk: ZkClient, group: string, topic: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const name of await zk.getChildren(`/consumers/${group}/owners/${topic}`)) {
+    const node = await zk.getData(`/consumers/${group}/owners/${topic}/${name}`);
+    if (node) out.set(name, node.data.toString());
+  }
+  return out;
+}
+
+/** `<consumerId>-<i>` → `<consumerId>`. */
+export function consumerOf(threadId: string): string {
+  return threadId.slice(0, threadId.lastIndexOf('-'));
+}
+
+/**
+ * True when every one of `partitions` has exactly one owner, every owner is a thread of a
+ * consumer in `liveIds`, and the group's registry lists exactly `liveIds`.
+ */
+export async function settled(zk: ZkClient, group: string, topic: string, partitions: readonly string[], liveIds: readonly string[]): Promise<boolean> {
+  const ids = await zk.getChildren(`/consumers/${group}/ids`);
+  if (ids.join(',') !== [...liveIds].sort().join(',')) return false;
+  const own = await owners(zk, group, topic);
+  if ([...own.keys()].sort().join(',') !== [...partitions].sort().join(',')) return false;
+  return [...own.values()].every((t) => liveIds.includes(consumerOf(t)));
+}
+
+/** Counts how often each value was received. */
+export function counts(received: readonly Received[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of received) out.set(r.v, (out.get(r.v) ?? 0) + 1);
+  return out;
+}
+
+export { ZkClient };
+
+/** One partition row of `klog groups --describe --json`. */
+export interface DescribedPartition {
+  topic: string;
+  brokerId: number;
+  partition: number;
+  owner: string | null;
+  offset: number | null;
+  logEnd: number | null;
+  lag: number | null;
+}
+
+/** Runs `klog groups --zookeeper <connect> --describe <group> --json` as a child process and returns its partition rows. */
+export async function describeGroup(zookeeper: string, group: string): Promise<DescribedPartition[]> {
+  const { stdout } = await promisify(execFile)(process.execPath, [klogMain, 'groups', '--zookeeper', zookeeper, '--describe', group, '--json']);
+  return (JSON.parse(stdout) as { partitions: DescribedPartition[] }).partitions;
+}

@@ -1,0 +1,72 @@
+/**
+ * What the cluster commands (`topics`, `groups`, and `produce`/`consume` with `--zookeeper`)
+ * share: the `--zookeeper` option, a short-lived ZooKeeper session, log end offsets read from
+ * the brokers, and plain-text tables.
+ */
+import { InvalidArgumentError } from 'commander';
+import { SimpleConsumer } from '@klog/client';
+import { type BrokerInfo, parseConnectString, ZkClient } from '@klog/zk-registry';
+import type { Logger } from 'pino';
+
+/** `host:port[,host:port...][/chroot]`, kept as given once checked. */
+export function parseZkConnect(value: string): string {
+  try {
+    parseConnectString(value);
+    return value;
+  } catch (e) {
+    throw new InvalidArgumentError(`${(e as Error).message}.`);
+  }
+}
+
+/** Most ms a command waits for its first ZooKeeper session. */
+export const zkConnectTimeoutMs = 10_000;
+
+/** Runs `fn` with a ZooKeeper session on `connect`, closing it afterwards. */
+export async function withZooKeeper<T>(connect: string, logger: Logger, fn: (zk: ZkClient) => Promise<T>): Promise<T> {
+  const zk = await ZkClient.connect(connect, { logger, connectTimeoutMs: zkConnectTimeoutMs });
+  try {
+    return await fn(zk);
+  } finally {
+    await zk.close();
+  }
+}
+
+/** Reads log end offsets (OFFSETS latest) from brokers, one connection per broker. */
+export class LogEnds {
+  private readonly consumers = new Map<number, SimpleConsumer>();
+
+  constructor(private readonly brokers: ReadonlyMap<number, BrokerInfo>) {}
+
+  /** The log end of a partition; undefined when its broker is not alive or does not answer (logged). */
+  async of(topic: string, brokerId: number, partition: number, logger: Logger): Promise<number | undefined> {
+    const info = this.brokers.get(brokerId);
+    if (!info) return undefined;
+    let c = this.consumers.get(brokerId);
+    if (!c) {
+      c = new SimpleConsumer({ host: info.host, port: info.port, connectTimeoutMs: 5000, requestTimeoutMs: 10_000 });
+      this.consumers.set(brokerId, c);
+    }
+    try {
+      return await c.latestOffset(topic, partition);
+    } catch (e) {
+      logger.warn({ topic, brokerId, partition, err: (e as Error).message }, 'could not read the log end offset');
+      return undefined;
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.consumers.values()].map((c) => c.close()));
+  }
+}
+
+/** Formats rows as left-aligned columns separated by two spaces, one line each. */
+export function table(rows: readonly (readonly string[])[]): string {
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+}
+
+/** A number, or `-` when unknown. */
+export function orDash(v: number | string | undefined): string {
+  return v === undefined ? '-' : String(v);
+}

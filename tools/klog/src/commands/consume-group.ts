@@ -1,0 +1,124 @@
+/**
+ * `klog consume --zookeeper --group --topic`: consume as a member of a consumer group (SPEC §4,
+ * §6). Prints payloads one per line on stdout until --max-messages, --idle-timeout-ms, SIGINT
+ * or SIGTERM, and commits, for each partition, the offset after the last message it printed.
+ *
+ * The positions committed are those of the messages written to stdout
+ * (`GroupConsumer.commitOffsets(printed)`), rather than the consumer's auto-commit of what it
+ * handed out: a message handed to a stream after the command decided to stop is never
+ * committed, so the group loses nothing when the command stops. Offsets are committed every
+ * --commit-interval-ms after stdout has taken what was printed, and on exit.
+ */
+import { type GroupMessage, GroupConsumer, type MessageStream } from '@klog/client';
+import { createLogger } from '../logger.js';
+import { OutputWriter } from '../output.js';
+
+/** Settings of group mode. */
+export interface GroupConsumeOptions {
+  zookeeper: string;
+  group: string;
+  topic: string;
+  streams: number;
+  fromBeginning?: boolean;
+  maxMessages?: number;
+  idleTimeoutMs?: number;
+  fetchBytes: number;
+  maxFetchBytes: number;
+  maxWaitMs: number;
+  commitIntervalMs: number;
+}
+
+
+/** Runs group mode (see the file comment). */
+export async function consumeGroup(opts: GroupConsumeOptions): Promise<void> {
+  const logger = createLogger('klog-consume');
+  const consumer = new GroupConsumer({
+    zookeeper: opts.zookeeper,
+    groupId: opts.group,
+    autoOffsetReset: opts.fromBeginning ? 'smallest' : 'largest',
+    autoCommit: false,
+    fetchBytes: Math.min(opts.fetchBytes, opts.maxFetchBytes),
+    maxFetchBytes: Math.max(opts.maxFetchBytes, opts.fetchBytes),
+    maxWaitMs: opts.maxWaitMs,
+    logger,
+  });
+  const out = new OutputWriter();
+  const newline = Buffer.from('\n');
+  /** The last message printed of each partition, by `<brokerId>-<partition>`. */
+  const printed = new Map<string, GroupMessage>();
+  let count = 0;
+  let stopped = false;
+  let wake!: () => void;
+  const stopping = new Promise<void>((resolve) => (wake = resolve));
+  const stop = (): void => {
+    stopped = true;
+    wake();
+  };
+  let idleTimer: NodeJS.Timeout | undefined;
+  const armIdle = (): void => {
+    if (opts.idleTimeoutMs === undefined) return;
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(stop, opts.idleTimeoutMs);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  let commitTimer: NodeJS.Timeout | undefined;
+  const commit = async (): Promise<void> => {
+    await out.flush();
+    const positions = [...printed.entries()];
+    await consumer.commitOffsets(positions.map(([, m]) => m));
+    // Forget what was committed (a partition that moves away and back must not go back to it),
+    // unless a newer message was printed meanwhile.
+    for (const [key, m] of positions) if (printed.get(key) === m) printed.delete(key);
+  };
+
+  try {
+    const streams = (await consumer.createMessageStreams({ [opts.topic]: opts.streams }))[opts.topic]!;
+    logger.info({ group: opts.group, topic: opts.topic, consumerId: consumer.consumerId, owned: consumer.ownedPartitions() }, 'consuming');
+    armIdle();
+    commitTimer = setInterval(() => {
+      commit().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'committing offsets failed; will retry'));
+    }, opts.commitIntervalMs);
+    // Output goes out in chunks of up to 64 KiB, and whenever the streams pause.
+    let flushQueued = false;
+    const flushSoon = (): void => {
+      if (flushQueued) return;
+      flushQueued = true;
+      setImmediate(() => {
+        flushQueued = false;
+        out.flush().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'writing to stdout failed'));
+      });
+    };
+    const print = async (m: GroupMessage): Promise<void> => {
+      // Queued in `out` synchronously, before the first await: a message counted is a message printed.
+      const written = Promise.all([out.write(m.payload), out.write(newline)]);
+      printed.set(`${m.brokerId}-${m.partition}`, m);
+      armIdle();
+      if (++count === opts.maxMessages) stop();
+      flushSoon();
+      await written;
+    };
+    const readers = streams.map((s) => read(s, () => stopped, print));
+    await Promise.race([stopping, Promise.all(readers)]);
+    stopped = true;
+  } finally {
+    clearTimeout(idleTimer);
+    clearInterval(commitTimer);
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    try {
+      await commit();
+    } finally {
+      await consumer.close();
+    }
+  }
+  logger.info({ messages: count }, 'done');
+}
+
+/** Prints the messages of one stream until `isStopped`; a message taken after the stop is not printed (nor committed). */
+async function read(stream: MessageStream, isStopped: () => boolean, print: (m: GroupMessage) => Promise<void>): Promise<void> {
+  for await (const m of stream) {
+    if (isStopped()) return;
+    await print(m);
+  }
+}

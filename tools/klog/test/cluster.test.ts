@@ -1,0 +1,254 @@
+/**
+ * The cluster commands as users run them: `klog produce|consume|topics|groups --zookeeper`
+ * as child processes against a real ZooKeeper and two in-process brokers in cluster mode
+ * (2 partitions each), each test in its own chroot (SPEC §4, §6).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Broker, startBroker } from '@klog/broker';
+import { allPartitions, BrokerRegistry, OffsetRegistry, ZkClient } from '@klog/zk-registry';
+import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
+import { hashPartitioner } from '@klog/client';
+import { pino } from 'pino';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
+const main = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+interface Spawned {
+  /** Resolves when the process exits. */
+  done: Promise<Run>;
+  /** Resolves once stdout holds at least `n` lines. */
+  lines(n: number): Promise<void>;
+  kill(signal: NodeJS.Signals): void;
+}
+
+function start(args: string[], input = ''): Spawned {
+  const child = spawn(process.execPath, [main, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  const lineWaiters: Array<{ n: number; resolve: () => void }> = [];
+  child.stdout.on('data', (b: Buffer) => {
+    out += b.toString();
+    const have = out.split('\n').length - 1;
+    for (const w of lineWaiters.filter((x) => have >= x.n)) {
+      lineWaiters.splice(lineWaiters.indexOf(w), 1);
+      w.resolve();
+    }
+  });
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const done = new Promise<Run>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: out, stderr: err });
+    });
+  });
+  child.stdin.on('error', () => {});
+  child.stdin.end(input);
+  return {
+    done,
+    lines: (n) =>
+      out.split('\n').length - 1 >= n ? Promise.resolve() : new Promise((resolve) => lineWaiters.push({ n, resolve })),
+    kill: (signal) => child.kill(signal),
+  };
+}
+
+const klog = (args: string[], input?: string): Promise<Run> => start(args, input).done;
+
+function expectOneLineError(r: Run, pattern: RegExp): void {
+  expect(r.code).not.toBe(0);
+  expect(r.code).not.toBeNull();
+  expect(r.stderr.trimEnd().split('\n'), r.stderr).toHaveLength(1);
+  expect(r.stderr).toMatch(pattern);
+}
+
+/** Bytes a message with a payload of `n` bytes takes in the log. */
+const messageBytes = (n: number): number => 4 + 1 + 1 + 4 + n;
+
+describe('klog cluster commands', () => {
+  let zookeeper: string;
+  let work: string;
+  let brokers: Broker[];
+  let zk: ZkClient;
+
+  beforeAll(async () => {
+    await assertZooKeeperRunning();
+  });
+  beforeEach(async () => {
+    zookeeper = testConnectString();
+    work = mkdtempSync(join(tmpdir(), 'klog-cli-cluster-'));
+    brokers = await Promise.all(
+      [0, 1].map((brokerId) =>
+        startBroker(
+          { logDir: join(work, `broker-${brokerId}`), host: '127.0.0.1', port: 0, brokerId, zookeeper, numPartitions: 2 },
+          pino({ level: 'silent' }),
+        ),
+      ),
+    );
+    zk = await ZkClient.connect(zookeeper);
+  });
+  afterEach(async () => {
+    await zk.close();
+    for (const b of brokers) await b.close();
+    await removeChroot(zookeeper);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('produce --zookeeper creates the topic on both brokers and partitions by key over the sorted list', async () => {
+    const lines = Array.from({ length: 40 }, (_, i) => `key${i % 8}|value ${i}`);
+    const p = await klog(['produce', '--zookeeper', zookeeper, '--topic', 'events', '--key-separator', '|', '--acks', '2'], `${lines.join('\n')}\n`);
+    expect(p.code, p.stderr).toBe(0);
+    expect(p.stderr).toMatch(/^produced 40 messages/);
+    const counts = await new BrokerRegistry(zk).topicPartitions('events');
+    expect(counts).toEqual([
+      { brokerId: 0, partitions: 2 },
+      { brokerId: 1, partitions: 2 },
+    ]);
+    const list = allPartitions(counts);
+    // Read every partition back with the simple consumer: each key in its hashed partition, in order.
+    for (const [i, { brokerId, partition }] of list.entries()) {
+      const c = await klog(['consume', '--broker', `127.0.0.1:${brokers[brokerId]!.port}`, '--topic', 'events', '--partition', String(partition), '--idle-timeout-ms', '500']);
+      expect(c.code, c.stderr).toBe(0);
+      const expected = lines.filter((l) => hashPartitioner(Buffer.from(l.split('|')[0]!), 4) === i).map((l) => l.split('|')[1]);
+      expect(c.stdout).toBe(expected.map((v) => `${v}\n`).join(''));
+    }
+  });
+
+  it('topics lists the topics and describes brokers, partitions and log end offsets', async () => {
+    // 3 messages to each partition, through the static-list producer so the layout is known.
+    for (const [i, b] of brokers.entries()) {
+      for (const partition of [0, 1]) {
+        const r = await klog(['produce', '--broker-list', `127.0.0.1:${b.port}`, '--topic', 'clicks', '--partition', String(partition), '--acks', '2'], 'a\nbb\n'.repeat(i + partition + 1));
+        expect(r.code, r.stderr).toBe(0);
+      }
+    }
+    await klog(['produce', '--zookeeper', zookeeper, '--topic', 'other', '--acks', '1'], 'x\n');
+    const list = await klog(['topics', '--zookeeper', zookeeper]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toBe('clicks\nother\n');
+
+    const d = await klog(['topics', '--zookeeper', zookeeper, '--describe', 'clicks']);
+    expect(d.code, d.stderr).toBe(0);
+    const end = (repeats: number): number => repeats * (messageBytes(1) + messageBytes(2));
+    const [a0, a1] = [`127.0.0.1:${brokers[0]!.port}`, `127.0.0.1:${brokers[1]!.port}`];
+    const rows = d.stdout.split('\n').map((l) => l.trim().split(/\s+/));
+    expect(d.stdout.split('\n')[0]).toBe('topic clicks: 4 partitions on 2 brokers');
+    expect(rows).toContainEqual(['0', a0, '2']);
+    expect(rows).toContainEqual(['1', a1, '2']);
+    expect(rows).toContainEqual(['0-0', '0', a0, String(end(1))]);
+    expect(rows).toContainEqual(['0-1', '0', a0, String(end(2))]);
+    expect(rows).toContainEqual(['1-0', '1', a1, String(end(2))]);
+    expect(rows).toContainEqual(['1-1', '1', a1, String(end(3))]);
+
+    const j = JSON.parse((await klog(['topics', '--zookeeper', zookeeper, '--describe', 'clicks', '--json'])).stdout);
+    expect(j.partitions.map((p: { logEnd: number }) => p.logEnd)).toEqual([end(1), end(2), end(2), end(3)]);
+
+    expectOneLineError(await klog(['topics', '--zookeeper', zookeeper, '--describe', 'nope']), /topic nope is not registered/);
+  });
+
+  it('groups lists groups and describes committed offsets, log ends and lag', async () => {
+    for (const [brokerId, b] of brokers.entries()) {
+      for (const partition of [0, 1]) {
+        await klog(['produce', '--broker-list', `127.0.0.1:${b.port}`, '--topic', 'orders', '--partition', String(partition), '--acks', '2'], 'order\n'.repeat(4 + brokerId));
+      }
+    }
+    const perMessage = messageBytes(5);
+    const offsets = new OffsetRegistry(zk);
+    await offsets.commit('billing', 'orders', { brokerId: 0, partition: 0 }, 0);
+    await offsets.commit('billing', 'orders', { brokerId: 0, partition: 1 }, 2 * perMessage);
+    await offsets.commit('billing', 'orders', { brokerId: 1, partition: 0 }, 5 * perMessage);
+    // 1-1 has no committed offset.
+    await offsets.commit('audit', 'orders', { brokerId: 0, partition: 0 }, perMessage);
+
+    const list = await klog(['groups', '--zookeeper', zookeeper]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toBe('audit\nbilling\n');
+
+    const d = await klog(['groups', '--zookeeper', zookeeper, '--describe', 'billing']);
+    expect(d.code, d.stderr).toBe(0);
+    const rows = d.stdout.split('\n').map((l) => l.trim().split(/\s+/));
+    expect(d.stdout).toMatch(/^group billing: 0 consumers\n/);
+    expect(rows).toContainEqual(['TOPIC', 'PARTITION', 'OWNER', 'OFFSET', 'LOG-END', 'LAG']);
+    expect(rows).toContainEqual(['orders', '0-0', '-', '0', String(4 * perMessage), String(4 * perMessage)]);
+    expect(rows).toContainEqual(['orders', '0-1', '-', String(2 * perMessage), String(4 * perMessage), String(2 * perMessage)]);
+    expect(rows).toContainEqual(['orders', '1-0', '-', String(5 * perMessage), String(5 * perMessage), '0']);
+    expect(rows).toContainEqual(['orders', '1-1', '-', '-', String(5 * perMessage), '-']);
+
+    const j = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'billing', '--json'])).stdout);
+    expect(j.partitions).toEqual([
+      { topic: 'orders', brokerId: 0, partition: 0, owner: null, offset: 0, logEnd: 4 * perMessage, lag: 4 * perMessage },
+      { topic: 'orders', brokerId: 0, partition: 1, owner: null, offset: 2 * perMessage, logEnd: 4 * perMessage, lag: 2 * perMessage },
+      { topic: 'orders', brokerId: 1, partition: 0, owner: null, offset: 5 * perMessage, logEnd: 5 * perMessage, lag: 0 },
+      { topic: 'orders', brokerId: 1, partition: 1, owner: null, offset: null, logEnd: 5 * perMessage, lag: null },
+    ]);
+
+    expectOneLineError(await klog(['groups', '--zookeeper', zookeeper, '--describe', 'ghost']), /group ghost does not exist/);
+  });
+
+  it('consume --zookeeper --group prints every message once, commits what it printed, and resumes there', async () => {
+    const lines = Array.from({ length: 60 }, (_, i) => `m${i}`);
+    const p = await klog(['produce', '--zookeeper', zookeeper, '--topic', 'jobs', '--acks', '2'], `${lines.join('\n')}\n`);
+    expect(p.code, p.stderr).toBe(0);
+
+    // Stop at 25 of 60: exactly 25 printed, and the committed offsets cover exactly those.
+    const first = await klog(['consume', '--zookeeper', zookeeper, '--group', 'workers', '--topic', 'jobs', '--from-beginning', '--streams', '2', '--max-messages', '25']);
+    expect(first.code, first.stderr).toBe(0);
+    const got1 = first.stdout.split('\n').filter((l) => l !== '');
+    expect(got1).toHaveLength(25);
+
+    // The rest, from the group's committed offsets (and from the beginning where the first run
+    // printed nothing): no message twice, none lost.
+    const second = await klog(['consume', '--zookeeper', zookeeper, '--group', 'workers', '--topic', 'jobs', '--from-beginning', '--idle-timeout-ms', '2000']);
+    expect(second.code, second.stderr).toBe(0);
+    const got2 = second.stdout.split('\n').filter((l) => l !== '');
+    expect([...got1, ...got2].sort()).toEqual([...lines].sort());
+
+    // groups --describe: everything committed, lag 0 everywhere.
+    const j = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'workers', '--json'])).stdout);
+    expect(j.partitions).toHaveLength(4);
+    for (const row of j.partitions) expect(row).toMatchObject({ owner: null, lag: 0 });
+  });
+
+  it('consume --zookeeper --group commits what it printed on SIGINT', async () => {
+    const lines = Array.from({ length: 30 }, (_, i) => `s${i}`);
+    await klog(['produce', '--zookeeper', zookeeper, '--topic', 'signals', '--acks', '2'], `${lines.join('\n')}\n`);
+    const c = start(['consume', '--zookeeper', zookeeper, '--group', 'g', '--topic', 'signals', '--from-beginning', '--commit-interval-ms', '60000']);
+    await c.lines(30);
+    // The group is live while it runs: owners are listed.
+    const during = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'g', '--json'])).stdout);
+    expect(during.consumers).toHaveLength(1);
+    expect(during.partitions.every((r: { owner: string | null }) => r.owner?.startsWith(during.consumers[0].consumerId))).toBe(true);
+    c.kill('SIGINT');
+    const r = await c.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split('\n').filter((l) => l !== '').sort()).toEqual([...lines].sort());
+    const after = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'g', '--json'])).stdout);
+    expect(after.consumers).toHaveLength(0);
+    for (const row of after.partitions) expect(row).toMatchObject({ owner: null, lag: 0 });
+  });
+
+  it('rejects bad input with one line and has --help for each command', async () => {
+    expectOneLineError(await klog(['consume', '--broker', '127.0.0.1:1', '--zookeeper', zookeeper, '--topic', 't']), /does not go with --zookeeper/);
+    expectOneLineError(await klog(['consume', '--zookeeper', zookeeper, '--topic', 't']), /--zookeeper and --group/);
+    expectOneLineError(await klog(['consume', '--zookeeper', zookeeper, '--group', 'g', '--topic', 't', '--offset', '5']), /does not go with --offset/);
+    expectOneLineError(await klog(['produce', '--topic', 't']), /exactly one of --broker-list and --zookeeper/);
+    expectOneLineError(await klog(['produce', '--zookeeper', zookeeper, '--topic', 't', '--partition', '1']), /--partition applies to --broker-list/);
+    expectOneLineError(await klog(['topics', '--zookeeper', '127.0.0.1:2181//x']), /invalid chroot/);
+    expectOneLineError(await klog(['groups']), /--zookeeper/);
+    for (const command of ['topics', 'groups', 'consume', 'produce']) {
+      const h = await klog([command, '--help']);
+      expect(h.code).toBe(0);
+      expect(h.stdout).toMatch(/--zookeeper <connect>/);
+    }
+  });
+});
