@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs, idempotently, the Debian packages of the peer brokers and the npm clients of
+# bench/peers. Needs root for apt-get (non-interactive). Packages that Debian does not have
+# here are reported and skipped; run.sh then skips those systems.
+#
+#   bash bench/peers/install.sh
+set -uo pipefail
+cd "$(dirname "$0")"
+export DEBIAN_FRONTEND=noninteractive
+PKGS=(rabbitmq-server activemq nats-server redis-server)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install: not root, cannot apt-get install: ${missing[*]}" >&2
+  else
+    if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e '^lock$' -e '^partial$' -e '^auxfiles$')" ]; then
+      apt-get update -q
+    fi
+    have=()
+    for p in "${missing[@]}"; do
+      if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+        have+=("$p")
+      else
+        echo "install: Debian package $p cannot be had here (no candidate in apt-cache policy); skipping it" >&2
+      fi
+    done
+    if [ ${#have[@]} -gt 0 ]; then
+      # Keep the packages' own init scripts from starting system-wide services on install:
+      # run.sh starts each broker itself, on 127.0.0.1 and a temp data dir.
+      added_policy=0
+      if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && added_policy=1
+      fi
+      t0=$(date +%s)
+      apt-get install -y -q --no-install-recommends "${have[@]}" || echo "install: apt-get install ${have[*]} failed" >&2
+      echo "install: apt-get install ${have[*]} took $(( $(date +%s) - t0 )) s" >&2
+      [ "$added_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+    fi
+  fi
+fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  t0=$(date +%s)
+  npm install --prefix . --no-audit --no-fund --loglevel=error || { echo "install: npm install failed" >&2; exit 1; }
+  echo "install: npm install took $(( $(date +%s) - t0 )) s" >&2
+fi

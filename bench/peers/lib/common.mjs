@@ -1,0 +1,73 @@
+/**
+ * Shared by the client scripts: arguments, the payload, timing and the one JSON line each
+ * run prints on stdout (the fields of `klog perf --json`: messages, bytes, seconds,
+ * msgsPerSec, mbPerSec with MB = 2^20 bytes, plus extras).
+ */
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+
+/** `node clients/X.mjs <setup|produce|consume> --port P --dest D [--messages N] [--size S] [--batch B] [--max-in-flight M] [--timeout-s T]` */
+export function args() {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      port: { type: 'string' },
+      dest: { type: 'string', default: 'bench' },
+      messages: { type: 'string', default: '100000' },
+      size: { type: 'string', default: '200' },
+      batch: { type: 'string', default: '1' },
+      'max-in-flight': { type: 'string', default: '10000' },
+      'timeout-s': { type: 'string', default: '300' },
+    },
+  });
+  const mode = positionals[0];
+  if (!['setup', 'produce', 'consume'].includes(mode)) throw new Error(`mode must be setup, produce or consume, not ${mode}`);
+  const port = Number(values.port);
+  if (!(port > 0)) throw new Error('--port is required');
+  return {
+    mode,
+    port,
+    dest: values.dest,
+    messages: Number(values.messages),
+    size: Number(values.size),
+    batch: Number(values.batch),
+    maxInFlight: Number(values['max-in-flight']),
+    timeoutMs: Number(values['timeout-s']) * 1000,
+  };
+}
+
+/** The payload every message carries: `size` random bytes. */
+export const payloadOf = (size) => randomBytes(size);
+
+export const now = () => process.hrtime.bigint();
+export const secondsSince = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
+
+/** Yields to the event loop (one macrotask turn). */
+export const tick = () => new Promise((r) => setImmediate(r));
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Prints the one JSON result line and exits. */
+export function report(test, messages, bytes, seconds, extra = {}) {
+  const msgsPerSec = seconds > 0 ? messages / seconds : 0;
+  const mbPerSec = seconds > 0 ? bytes / 2 ** 20 / seconds : 0;
+  process.stdout.write(`${JSON.stringify({ test, messages, bytes, seconds, msgsPerSec, mbPerSec, ...extra })}\n`);
+}
+
+/** Runs main(), printing an error as a JSON line with `error`, and exits (0 on success). */
+export function run(main) {
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      process.stdout.write(`${JSON.stringify({ error: String(err?.stack ?? err) })}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+/** Rejects after ms with a message naming what timed out (the timer does not hold the process). */
+export function deadline(ms, what) {
+  return new Promise((_, reject) => {
+    const t = setTimeout(() => reject(new Error(`${what}: timed out after ${ms / 1000} s`)), ms);
+    t.unref();
+  });
+}
