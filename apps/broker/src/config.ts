@@ -40,6 +40,29 @@ export interface BrokerConfig {
   maxRequestBytes: number;
   /** Largest `maxBytes` a fetch may ask for (`max.fetch.bytes`); default 100 MiB. */
   maxFetchBytes: number;
+  /**
+   * How fetches send segment bytes (`read.path`, SPEC §3 read path): `auto` (default) uses
+   * sendfile(2) where the native addon was built, else read-and-write; `sendfile` requires the
+   * addon (start fails without it); `read-write` forces the fallback.
+   */
+  readPath: ReadPathSetting;
+  /** Port of the Prometheus `/metrics` endpoint on `host` (`metrics.port`); 0 picks a free one, which the broker logs; absent: no endpoint. */
+  metricsPort?: number;
+}
+
+/** Values of the `read.path` setting. */
+export const readPathSettings = ['auto', 'sendfile', 'read-write'] as const;
+/** A `read.path` setting: see {@link BrokerConfig.readPath}. */
+export type ReadPathSetting = (typeof readPathSettings)[number];
+
+/**
+ * Checks a `read.path` value.
+ * @throws ConfigError naming the source and the value seen
+ */
+export function parseReadPath(text: string, source: string): ReadPathSetting {
+  const v = text.trim();
+  if ((readPathSettings as readonly string[]).includes(v)) return v as ReadPathSetting;
+  throw new ConfigError(`${source}: expected one of ${readPathSettings.join(', ')}, got ${JSON.stringify(text)}`);
 }
 
 /** The defaults of every setting but `logDir`. */
@@ -58,6 +81,7 @@ export const defaultBrokerConfig: Omit<BrokerConfig, 'logDir'> = {
   maxMessageBytes: 1_000_000,
   maxRequestBytes: defaultMaxRequestBytes,
   maxFetchBytes: defaultMaxRequestBytes,
+  readPath: 'auto',
 };
 
 /** A configuration value that is missing or not of its kind; its message names the setting. */
@@ -65,7 +89,7 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-type NumericKey = { [K in keyof BrokerConfig]-?: BrokerConfig[K] extends number ? K : never }[keyof BrokerConfig];
+type NumericKey = { [K in keyof BrokerConfig]-?: NonNullable<BrokerConfig[K]> extends number ? K : never }[keyof BrokerConfig];
 
 /** Each setting's properties-file key; `retention.hours` is handled apart (it scales to ms). */
 const propertyKeys: Record<string, keyof BrokerConfig> = {
@@ -87,6 +111,8 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
   'max.message.bytes': 'maxMessageBytes',
   'max.request.bytes': 'maxRequestBytes',
   'max.fetch.bytes': 'maxFetchBytes',
+  'read.path': 'readPath',
+  'metrics.port': 'metricsPort',
 };
 
 /** Smallest value of each numeric setting. */
@@ -104,6 +130,7 @@ const minimums: Record<NumericKey, number> = {
   maxMessageBytes: 0,
   maxRequestBytes: 16,
   maxFetchBytes: 1,
+  metricsPort: 0,
 };
 
 /**
@@ -115,7 +142,7 @@ export function parseSetting(key: NumericKey, text: string, source: string): num
   if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < minimums[key]) {
     throw new ConfigError(`${source}: expected an integer >= ${minimums[key]}, got ${JSON.stringify(text)}`);
   }
-  if (key === 'port' && value > 65535) throw new ConfigError(`${source}: port ${value} is above 65535`);
+  if ((key === 'port' || key === 'metricsPort') && value > 65535) throw new ConfigError(`${source}: port ${value} is above 65535`);
   return value;
 }
 
@@ -141,6 +168,7 @@ export function readPropertiesFile(path: string): Partial<BrokerConfig> {
     const setting = propertyKeys[key];
     if (setting === undefined) throw new ConfigError(`${path}: unknown setting ${JSON.stringify(key)}`);
     if (setting === 'host' || setting === 'logDir' || setting === 'zookeeper') out[setting] = value;
+    else if (setting === 'readPath') out.readPath = parseReadPath(value, `${path}: ${key}`);
     else out[setting] = parseSetting(setting, value, `${path}: ${key}`);
   }
   return out;
@@ -153,5 +181,6 @@ export function readPropertiesFile(path: string): Partial<BrokerConfig> {
 export function resolveConfig(partial: Partial<BrokerConfig>): BrokerConfig {
   const config = { ...defaultBrokerConfig, ...partial } as BrokerConfig;
   if (!config.logDir) throw new ConfigError('a log dir is required (--log-dir or log.dir)');
+  parseReadPath(String(config.readPath), 'read.path');
   return config;
 }

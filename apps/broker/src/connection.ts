@@ -2,11 +2,18 @@
  * One client connection: cuts the byte stream into request frames (SPEC §3) and answers them
  * one at a time, in order. A frame whose size prefix is out of bounds cannot be skipped
  * safely, so it gets an InvalidRequest response and the connection is closed; every other bad
- * request gets an error response and the connection goes on.
+ * request gets an error response and the connection goes on. Fetch responses carry file regions
+ * that `write` sends after the header with the broker's read path (SPEC §3).
  */
 import type { Socket } from 'node:net';
 import { ErrorCode, ProtocolError, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
-import { handleRequest, type BrokerContext } from './handlers/index.js';
+import { sendRegion, type FileRegion } from '@klog/storage';
+import { handleRequest, type BrokerContext, type ResponsePart } from './handlers/index.js';
+
+/** Releases the file regions of a response that will not be sent. */
+function releaseAll(parts: ResponsePart[] | undefined): void {
+  for (const p of parts ?? []) if (!Buffer.isBuffer(p)) p.release();
+}
 
 /** Serves one socket until it closes. */
 export class Connection {
@@ -79,7 +86,10 @@ export class Connection {
         }
         if (frame === undefined || this.closed) break;
         const response = await this.handle(frame);
-        if (this.closed) break;
+        if (this.closed) {
+          releaseAll(response);
+          break;
+        }
         if (response !== undefined) await this.write(response);
       }
       if (this.socket.isPaused()) this.socket.resume();
@@ -88,7 +98,7 @@ export class Connection {
     }
   }
 
-  private async handle(frame: Buffer): Promise<Buffer[] | undefined> {
+  private async handle(frame: Buffer): Promise<ResponsePart[] | undefined> {
     try {
       return await handleRequest(this.ctx, frame);
     } catch (err) {
@@ -97,22 +107,57 @@ export class Connection {
     }
   }
 
-  /** Writes a response's buffers together; waits for drain when the socket's buffer is full. */
-  private async write(buffers: Buffer[]): Promise<void> {
-    this.socket.cork();
-    for (const b of buffers) this.socket.write(b);
-    this.socket.uncork();
-    if (this.socket.writableNeedDrain) {
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          this.socket.off('drain', done);
-          this.socket.off('close', done);
-          resolve();
-        };
-        this.socket.on('drain', done);
-        this.socket.on('close', done);
-      });
+  /**
+   * Sends a response's parts in order. Buffers up to the next file region are written together
+   * (corked); before a region, the connection waits until those bytes have left Node's buffers,
+   * then sends the region with {@link sendRegion} (sendfile(2) or read-and-write, SPEC §3 read
+   * path), so region bytes never interleave with other writes. Waits for drain at the end when
+   * the socket's buffer is full. Every region is released, sent or not. A failed region send
+   * leaves the response half-written, so the connection is closed.
+   */
+  private async write(parts: ResponsePart[]): Promise<void> {
+    try {
+      let i = 0;
+      while (i < parts.length) {
+        let written: Promise<void> | undefined;
+        this.socket.cork();
+        for (; i < parts.length && Buffer.isBuffer(parts[i]); i++) {
+          const b = parts[i] as Buffer;
+          written = new Promise<void>((resolve) => this.socket.write(b, () => resolve()));
+        }
+        this.socket.uncork();
+        if (i === parts.length) break;
+        const region = parts[i++] as FileRegion;
+        if (this.socket.writableLength > 0) {
+          // Anything still buffered (this response's header, or the tail of the previous
+          // response) goes first: the callback of the last write comes after all earlier ones.
+          await (written ?? new Promise<void>((resolve) => this.socket.write(Buffer.alloc(0), () => resolve())));
+        }
+        if (this.closed || this.socket.destroyed) return;
+        await sendRegion(this.socket, region, { path: this.ctx.readPath });
+        region.release();
+      }
+      if (this.socket.writableNeedDrain) await this.drained();
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      const gone = code === 'ERR_SOCKET_CLOSED' || code === 'EPIPE' || code === 'ECONNRESET';
+      this.ctx.logger[gone ? 'debug' : 'error']({ remote: this.remote, err }, 'sending a response failed, closing connection');
+      this.socket.destroy();
+    } finally {
+      for (const p of parts) if (!Buffer.isBuffer(p)) p.release();
     }
+  }
+
+  private drained(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        this.socket.off('drain', done);
+        this.socket.off('close', done);
+        resolve();
+      };
+      this.socket.on('drain', done);
+      this.socket.on('close', done);
+    });
   }
 
   /** Closes the socket now. */

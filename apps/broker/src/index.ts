@@ -3,5 +3,5 @@
  * (main.ts) is its command line.
  */
 export { startBroker, type Broker } from './server.js';
-export { ConfigError, defaultBrokerConfig, readPropertiesFile, resolveConfig, type BrokerConfig } from './config.js';
-export { BrokerMetrics } from './metrics.js';
+export { ConfigError, defaultBrokerConfig, readPropertiesFile, resolveConfig, type BrokerConfig, type ReadPathSetting } from './config.js';
+export { BrokerMetrics, serveMetrics } from './metrics.js';

@@ -6,7 +6,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
-import { ConfigError, parseSetting, readPropertiesFile, type BrokerConfig } from './config.js';
+import { ConfigError, parseReadPath, parseSetting, readPropertiesFile, type BrokerConfig } from './config.js';
 import { startBroker } from './server.js';
 
 type NumericFlag = Parameters<typeof parseSetting>[0];
@@ -37,6 +37,14 @@ const program = new Command('klog-broker')
   .option('--retention-check-interval-ms <ms>', 'how often retention runs (retention.check.interval.ms)', int('retentionCheckIntervalMs', '--retention-check-interval-ms'))
   .option('--max-message-bytes <bytes>', 'largest message payload accepted (max.message.bytes)', int('maxMessageBytes', '--max-message-bytes'))
   .option('--max-request-bytes <bytes>', 'largest request frame accepted (max.request.bytes)', int('maxRequestBytes', '--max-request-bytes'))
+  .option('--read-path <path>', 'how fetches send segment bytes: auto, sendfile or read-write (read.path)', (v: string) => {
+    try {
+      return parseReadPath(v, '--read-path');
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  })
+  .option('--metrics-port <port>', 'serve Prometheus metrics on this port, 0 picks a free one (metrics.port)', int('metricsPort', '--metrics-port'))
   .showHelpAfterError(false);
 
 async function main(): Promise<void> {
@@ -48,6 +56,7 @@ async function main(): Promise<void> {
     ['numPartitions', 'numPartitions'], ['segmentBytes', 'segmentBytes'], ['flushMessages', 'flushMessages'],
     ['flushMs', 'flushIntervalMs'], ['retentionMs', 'retentionMs'], ['retentionBytes', 'retentionBytes'],
     ['retentionCheckIntervalMs', 'retentionCheckIntervalMs'], ['maxMessageBytes', 'maxMessageBytes'], ['maxRequestBytes', 'maxRequestBytes'],
+    ['readPath', 'readPath'], ['metricsPort', 'metricsPort'],
   ];
   for (const [flag, key] of flags) if (o[flag] !== undefined) (settings as Record<string, unknown>)[key] = o[flag];
   if (o.retentionHours !== undefined) settings.retentionMs = Number(o.retentionHours) * 3600 * 1000;

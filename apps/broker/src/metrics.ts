@@ -1,42 +1,183 @@
 /**
- * Counters of what the broker has served, logged on shutdown and readable in tests.
+ * The broker's metrics, kept in a prom-client registry of its own (one per broker, so several
+ * brokers in one process do not share counters) and served in the Prometheus text format on
+ * `--metrics-port` (see {@link serveMetrics}). The same registry is what the broker logs on
+ * shutdown and what tests read.
+ *
+ * | metric | kind | labels | what |
+ * |---|---|---|---|
+ * | `klog_messages_in_total` | counter | topic | messages appended |
+ * | `klog_bytes_in_total` | counter | topic | message-set bytes appended |
+ * | `klog_bytes_out_total` | counter | topic | message-set bytes sent to consumers (FETCH, MULTIFETCH) |
+ * | `klog_fetch_responses_total` | counter | topic | fetch answers with data (one per partition of a MULTIFETCH) |
+ * | `klog_requests_total` | counter | type | requests by request type name (Fetch, Produce, ...) |
+ * | `klog_errors_total` | counter | code | error responses and rejected fire-and-forget requests, by error code name |
+ * | `klog_flushes_total` | counter | result (ok, error) | log flushes (fdatasync rounds, SPEC §2) |
+ * | `klog_flush_duration_seconds` | histogram | | time of each flush |
+ * | `klog_log_end_offset` | gauge | topic, partition | end of everything appended |
+ * | `klog_log_flushed_end_offset` | gauge | topic, partition | end visible to consumers |
+ * | `klog_log_size_bytes` | gauge | topic, partition | bytes of all segments |
+ * | `klog_log_segments` | gauge | topic, partition | segment files |
+ * | `klog_read_path` | gauge | path (sendfile, read-write) | 1 for the read path in use, else 0 |
+ * | `klog_sendfile_eagain_total` | counter | | times a sendfile found the socket full and waited (process-wide) |
+ *
+ * Messages out are not counted per message: the read path sends segment bytes without reading
+ * them (sendfile), so the broker does not know how many messages a fetch carried, as in Kafka,
+ * whose brokers export bytes out but not messages out. Consumers count what they receive.
  */
+import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
+import { sendfileStats, type Log, type LogManager, type ReadPath } from '@klog/storage';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** The broker's counters and gauges. Create one per broker. */
 export class BrokerMetrics {
-  /** Messages appended, by topic. */
-  readonly messagesInByTopic = new Map<string, number>();
-  /** Bytes appended, by topic. */
-  readonly bytesInByTopic = new Map<string, number>();
-  /** Requests served, by request type name. */
-  readonly requests = new Map<string, number>();
-  /** Error responses (or rejected fire-and-forget requests), by error code name. */
-  readonly errors = new Map<string, number>();
-  /** Bytes of message sets sent to consumers. */
-  bytesOut = 0;
+  /** The registry every metric below lives in. */
+  readonly registry = new Registry();
+  readonly #messagesIn = new Counter({ name: 'klog_messages_in_total', help: 'Messages appended, by topic', labelNames: ['topic'], registers: [this.registry] });
+  readonly #bytesIn = new Counter({ name: 'klog_bytes_in_total', help: 'Message-set bytes appended, by topic', labelNames: ['topic'], registers: [this.registry] });
+  readonly #bytesOut = new Counter({ name: 'klog_bytes_out_total', help: 'Message-set bytes sent to consumers, by topic', labelNames: ['topic'], registers: [this.registry] });
+  readonly #fetchResponses = new Counter({
+    name: 'klog_fetch_responses_total',
+    help: 'Fetch answers carrying data, by topic (one per partition of a MULTIFETCH)',
+    labelNames: ['topic'],
+    registers: [this.registry],
+  });
+  readonly #requests = new Counter({ name: 'klog_requests_total', help: 'Requests served, by request type', labelNames: ['type'], registers: [this.registry] });
+  readonly #errors = new Counter({ name: 'klog_errors_total', help: 'Error responses and rejected requests, by error code name', labelNames: ['code'], registers: [this.registry] });
+  readonly #flushes = new Counter({ name: 'klog_flushes_total', help: 'Log flushes, by result', labelNames: ['result'], registers: [this.registry] });
+  readonly #flushSeconds = new Histogram({
+    name: 'klog_flush_duration_seconds',
+    help: 'Duration of log flushes (fdatasync of the unflushed segments)',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  /**
+   * @param readPath the read path the broker uses (exported as `klog_read_path`)
+   * @param logs the broker's logs: their end offsets and sizes are read at each scrape, and
+   *   their flushes counted and timed
+   */
+  constructor(
+    readonly readPath: ReadPath,
+    logs: LogManager,
+  ) {
+    const gauge = (name: string, help: string, read: (log: Log) => number): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['topic', 'partition'],
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const log of logs.logs()) this.set({ topic: log.topic, partition: String(log.partition) }, read(log));
+        },
+      });
+    };
+    gauge('klog_log_end_offset', 'End offset of everything appended, by partition', (log) => log.logEndOffset);
+    gauge('klog_log_flushed_end_offset', 'End offset visible to consumers (flushed), by partition', (log) => log.visibleEnd);
+    gauge('klog_log_size_bytes', 'Bytes of all segments, by partition', (log) => log.sizeInBytes);
+    gauge('klog_log_segments', 'Segment files, by partition', (log) => log.segmentCount);
+    const readPathGauge = new Gauge({ name: 'klog_read_path', help: 'The read path in use (1) and the other (0)', labelNames: ['path'], registers: [this.registry] });
+    readPathGauge.set({ path: 'sendfile' }, readPath === 'sendfile' ? 1 : 0);
+    readPathGauge.set({ path: 'read-write' }, readPath === 'read-write' ? 1 : 0);
+    new Counter({
+      name: 'klog_sendfile_eagain_total',
+      help: 'Times a sendfile found the socket full and waited for it (whole process)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(sendfileStats().eagain);
+      },
+    });
+    logs.onFlushDone((e) => {
+      this.#flushes.inc({ result: e.error === undefined ? 'ok' : 'error' });
+      this.#flushSeconds.observe(e.durationMs / 1000);
+    });
+  }
 
   /** Counts `count` messages of `bytes` bytes appended to `topic`. */
   messagesIn(topic: string, count: number, bytes: number): void {
-    this.messagesInByTopic.set(topic, (this.messagesInByTopic.get(topic) ?? 0) + count);
-    this.bytesInByTopic.set(topic, (this.bytesInByTopic.get(topic) ?? 0) + bytes);
+    this.#messagesIn.inc({ topic }, count);
+    this.#bytesIn.inc({ topic }, bytes);
   }
 
-  /** Counts one request of the given type. */
+  /** Counts one fetch answer of `bytes` message-set bytes from `topic`. */
+  bytesOut(topic: string, bytes: number): void {
+    this.#bytesOut.inc({ topic }, bytes);
+    this.#fetchResponses.inc({ topic });
+  }
+
+  /** Counts one request of the given type name. */
   request(type: string): void {
-    this.requests.set(type, (this.requests.get(type) ?? 0) + 1);
+    this.#requests.inc({ type });
   }
 
   /** Counts one error of the given code name. */
   error(code: string): void {
-    this.errors.set(code, (this.errors.get(code) ?? 0) + 1);
+    this.#errors.inc({ code });
   }
 
-  /** A plain-object snapshot for logging. */
-  toJSON(): object {
-    return {
-      messagesIn: Object.fromEntries(this.messagesInByTopic),
-      bytesIn: Object.fromEntries(this.bytesInByTopic),
-      bytesOut: this.bytesOut,
-      requests: Object.fromEntries(this.requests),
-      errors: Object.fromEntries(this.errors),
-    };
+  /**
+   * The current value of a counter or gauge for exactly these labels (0 when never set), e.g.
+   * `value('klog_messages_in_total', { topic: 'events' })`.
+   * @throws Error for a metric name this registry does not have
+   */
+  async value(name: string, labels: Record<string, string> = {}): Promise<number> {
+    const metric = this.registry.getSingleMetric(name);
+    if (metric === undefined) throw new Error(`no metric ${name}`);
+    const { values } = await metric.get();
+    const keys = Object.keys(labels);
+    const hit = values.find((v) => {
+      const l = v.labels as Record<string, string | number>;
+      return Object.keys(l).length === keys.length && keys.every((k) => String(l[k]) === labels[k]);
+    });
+    return hit?.value ?? 0;
   }
+
+  /** The Prometheus text exposition of every metric. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** A plain-object snapshot for logging: metric name → `labels` → value (histograms as count and sum). */
+  async toJSON(): Promise<Record<string, Record<string, number>>> {
+    const out: Record<string, Record<string, number>> = {};
+    for (const m of await this.registry.getMetricsAsJSON()) {
+      const entries: Record<string, number> = {};
+      for (const v of m.values) {
+        const name = (v as { metricName?: string }).metricName ?? m.name;
+        if (String(m.type) === 'histogram' && !name.endsWith('_count') && !name.endsWith('_sum')) continue;
+        const labels = Object.entries(v.labels as Record<string, string | number>)
+          .map(([k, x]) => `${k}=${x}`)
+          .join(',');
+        entries[name === m.name ? labels : `${name.slice(m.name.length + 1)}${labels ? `{${labels}}` : ''}`] = v.value;
+      }
+      if (Object.keys(entries).length > 0) out[m.name] = entries;
+    }
+    return out;
+  }
+}
+
+/**
+ * Serves `GET /metrics` (Prometheus text format) on `host:port`; any other path answers 404.
+ * @param port 0 picks a free port
+ * @returns the server and the port it listens on
+ * @throws the listen error (e.g. EADDRINUSE)
+ */
+export async function serveMetrics(metrics: BrokerMetrics, host: string, port: number): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try GET /metrics\n');
+      return;
+    }
+    metrics.text().then(
+      (body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body),
+      (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${(err as Error).message}\n`),
+    );
+  });
+  server.listen(port, host);
+  await once(server, 'listening');
+  const address = server.address();
+  return { server, port: typeof address === 'object' && address ? address.port : port };
 }

@@ -3,13 +3,14 @@
  */
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
-import { LogManager } from '@klog/storage';
+import type { Server as HttpServer } from 'node:http';
+import { LogManager, defaultReadPath, sendfileSupport, type ReadPath } from '@klog/storage';
 import { pino, type Logger } from 'pino';
-import { resolveConfig, type BrokerConfig } from './config.js';
+import { ConfigError, resolveConfig, type BrokerConfig } from './config.js';
 import { joinCluster, type ClusterMembership } from './cluster.js';
 import { Connection } from './connection.js';
 import type { BrokerContext } from './handlers/index.js';
-import { BrokerMetrics } from './metrics.js';
+import { BrokerMetrics, serveMetrics } from './metrics.js';
 
 /** A started broker. */
 export interface Broker {
@@ -19,6 +20,10 @@ export interface Broker {
   readonly port: number;
   readonly logs: LogManager;
   readonly metrics: BrokerMetrics;
+  /** How fetches send segment bytes: `sendfile` (zero-copy) or `read-write` (SPEC §3 read path). */
+  readonly readPath: ReadPath;
+  /** Port of the Prometheus `/metrics` endpoint, or undefined when none was asked for. */
+  readonly metricsPort: number | undefined;
   /** The broker's ZooKeeper membership in cluster mode; undefined when standalone. */
   readonly cluster: ClusterMembership | undefined;
   /** Stops accepting, closes connections, flushes every log and writes the clean-shutdown marker. */
@@ -30,15 +35,18 @@ export interface Broker {
  * serving on `host:port` and, with `zookeeper` set, registers the broker and its topics there.
  * @param settings any of {@link BrokerConfig}; `logDir` is required
  * @param logger pino logger; default: JSON lines on stdout
- * @throws ConfigError for bad settings; the listen error (e.g. EADDRINUSE) when the port is
+ * The read path is `sendfile` when the native addon is available and `read.path` is not
+ * `read-write`; it is logged in the "broker listening" line with the metrics port, if any.
+ * @throws ConfigError for bad settings (also `read.path=sendfile` without the addon); the listen error (e.g. EADDRINUSE) when the port is
  *   taken; BrokerIdInUseError when a live broker in the cluster has the same id
  */
 export async function startBroker(settings: Partial<BrokerConfig> & { logDir: string }, logger: Logger = pino()): Promise<Broker> {
   const config = resolveConfig(settings);
+  const readPath = resolveReadPath(config);
   const logs = await LogManager.open({ ...config, logger });
   const abort = new AbortController();
-  const metrics = new BrokerMetrics();
-  const ctx: BrokerContext = { config, logs, logger, metrics, closing: abort.signal };
+  const metrics = new BrokerMetrics(readPath, logs);
+  const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal };
   const connections = new Set<Connection>();
   const server: Server = createServer((socket) => {
     const c = new Connection(ctx, socket);
@@ -54,12 +62,24 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   }
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
+  let metricsServer: HttpServer | undefined;
+  let metricsPort: number | undefined;
+  if (config.metricsPort !== undefined) {
+    try {
+      ({ server: metricsServer, port: metricsPort } = await serveMetrics(metrics, config.host, config.metricsPort));
+    } catch (err) {
+      server.close();
+      await logs.close();
+      throw err;
+    }
+  }
   let cluster: ClusterMembership | undefined;
   if (config.zookeeper !== undefined) {
     try {
       cluster = await joinCluster(config, port, logs, logger);
     } catch (err) {
       server.close();
+      metricsServer?.close();
       await logs.close();
       throw err;
     }
@@ -72,7 +92,9 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       logDir: config.logDir,
       mode: cluster ? 'cluster' : 'standalone',
       topics: Object.fromEntries(logs.topics()),
-      readPath: 'read-write',
+      readPath,
+      ...(readPath === 'read-write' && config.readPath !== 'read-write' ? { sendfileUnavailable: sendfileSupport.reason } : {}),
+      ...(metricsPort !== undefined ? { metricsPort } : {}),
     },
     'broker listening',
   );
@@ -84,10 +106,25 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       await cluster?.leave();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const c of connections) c.destroy();
+      metricsServer?.closeAllConnections();
+      const metricsStopped = new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
       await stopped;
+      await metricsStopped;
       await logs.close();
-      logger.info({ metrics: metrics.toJSON() }, 'broker stopped');
+      logger.info({ metrics: await metrics.toJSON() }, 'broker stopped');
     })());
 
-  return { config: { ...config, port }, host: config.host, port, logs, metrics, cluster, close };
+  return { config: { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}) }, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, close };
+}
+
+/**
+ * The read path for `read.path`: `auto` → sendfile when the addon is available, else read-write.
+ * @throws ConfigError for `sendfile` when the addon is not available (with the reason)
+ */
+function resolveReadPath(config: BrokerConfig): ReadPath {
+  if (config.readPath === 'read-write') return 'read-write';
+  if (config.readPath === 'sendfile' && !sendfileSupport.available) {
+    throw new ConfigError(`read.path=sendfile but sendfile is not available: ${sendfileSupport.reason ?? 'unknown reason'}`);
+  }
+  return defaultReadPath();
 }

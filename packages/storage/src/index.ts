@@ -1,12 +1,16 @@
 /**
  * @klog/storage: klog's log on disk (SPEC §2). Segments named by byte offset, one log per
  * partition, flush by count or time with reads limited to the flushed end, retention by age
- * and size, recovery of the last segment after an unclean shutdown.
+ * and size, recovery of the last segment after an unclean shutdown, and the read path that
+ * sends segment bytes to sockets with sendfile(2) or a pooled read-and-write fallback (SPEC §3).
  */
+export * from './buffer-pool.js';
 export * from './config.js';
 export * from './errors.js';
+export * from './file-region.js';
 export * from './log.js';
 export * from './log-manager.js';
 export * from './recovery.js';
 export * from './segment.js';
+export * from './send-region.js';
 export * from './segment-list.js';

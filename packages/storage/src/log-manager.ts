@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
 import { InvalidTopicError, isValidTopicName, LogClosedError, WrongPartitionError } from './errors.js';
-import { Log } from './log.js';
+import { Log, type FlushEvent } from './log.js';
 
 /**
  * Name of the file `close()` writes in the log directory. When present on start, the last
@@ -52,6 +52,8 @@ export class LogManager {
   readonly #topics = new Map<string, number>();
   /** Called after each topic this manager creates. */
   readonly #topicListeners = new Set<(topic: string, partitions: number) => void>();
+  /** Called after every flush of any log (see `Log.onFlushDone`). */
+  readonly #flushDoneListeners = new Set<(event: FlushEvent) => void>();
   /** `<topic>-<partition>` → open log. */
   readonly #logs = new Map<string, Log>();
   /** Runs retention every `retentionCheckIntervalMs` (unref'd). */
@@ -161,6 +163,17 @@ export class LogManager {
     return () => this.#topicListeners.delete(listener);
   }
 
+  /**
+   * Calls `listener` after every flush of every log, those opened later included, with the
+   * flush's duration and outcome (see `Log.onFlushDone`): the hook for flush count and latency
+   * metrics.
+   * @returns a function that removes the listener
+   */
+  onFlushDone(listener: (event: FlushEvent) => void): () => void {
+    this.#flushDoneListeners.add(listener);
+    return () => this.#flushDoneListeners.delete(listener);
+  }
+
   /** Topic → partition count (a live read-only view). */
   topics(): ReadonlyMap<string, number> {
     return this.#topics;
@@ -221,6 +234,9 @@ export class LogManager {
       config: pickLogConfig(this.config),
       logger: this.#logger,
       recover,
+    });
+    log.onFlushDone((event) => {
+      for (const listener of this.#flushDoneListeners) listener(event);
     });
     this.#logs.set(`${topic}-${partition}`, log);
     return log;

@@ -14,6 +14,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { checkLogConfig, defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
 import { LogClosedError, OffsetOutOfRangeError } from './errors.js';
+import { FileRegion } from './file-region.js';
 import { recoverSegment } from './recovery.js';
 import { findSegmentIndex, SegmentList } from './segment-list.js';
 import { parseSegmentFileName, Segment, segmentFileSuffix } from './segment.js';
@@ -35,6 +36,20 @@ export interface LogOptions {
 export interface AppendResult {
   readonly offset: number;
   readonly nextOffset: number;
+}
+
+/** What one flush did, for metrics (SPEC §2 flush; see {@link Log.onFlushDone}). */
+export interface FlushEvent {
+  readonly topic: string;
+  readonly partition: number;
+  /** Wall time of the flush in ms: fdatasync of every segment with unsynced bytes. */
+  readonly durationMs: number;
+  /** Segments that were fdatasync'd (0 when nothing was unflushed). */
+  readonly segmentsSynced: number;
+  /** `visibleEnd` after the flush. */
+  readonly visibleEnd: number;
+  /** The fdatasync error when the flush failed (`visibleEnd` did not move then). */
+  readonly error?: unknown;
 }
 
 /** Time value of {@link Log.offsetsBefore} asking for the latest offset (SPEC §3 OFFSETS). */
@@ -62,6 +77,8 @@ export class Log {
   #flushTail: Promise<void> = Promise.resolve();
   /** Called with the new `visibleEnd` after each advance. */
   readonly #flushListeners = new Set<(visibleEnd: number) => void>();
+  /** Called after every flush, successful or not, with its timing. */
+  readonly #flushDoneListeners = new Set<(event: FlushEvent) => void>();
   /** Set by `close()`: no more appends or reads. */
   #closed = false;
   readonly #logger: StorageLogger;
@@ -233,6 +250,33 @@ export class Log {
   }
 
   /**
+   * The same bytes as {@link Log.read}, as a pinned range of the segment file instead of a copy,
+   * for sending with sendfile(2) or the read-and-write fallback (SPEC §3, the read path). The
+   * region's segment cannot be closed until the region is released, even when retention deletes
+   * it; the caller must call `release()` exactly once, also on error paths.
+   * @param maxBytes limit in bytes; 0 gives an empty region
+   * @returns a region of `min(maxBytes, rest of the segment, visibleEnd − offset)` bytes; an
+   *   empty region (nothing pinned) at the visible end
+   * @throws the same errors as {@link Log.read}
+   */
+  readRange(offset: number, maxBytes: number): FileRegion {
+    if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
+    const view = this.#segments.view;
+    const end = this.#visibleEnd;
+    const earliest = view[0]!.start;
+    if (!Number.isSafeInteger(offset) || offset < earliest || offset > end) {
+      throw new OffsetOutOfRangeError(this.topic, this.partition, offset, earliest, end);
+    }
+    if (offset === end || maxBytes === 0) return FileRegion.empty(offset);
+    const segment = view[findSegmentIndex(view, offset)]!;
+    const length = Math.min(maxBytes, Math.min(segment.end, end) - offset);
+    if (length <= 0) return FileRegion.empty(offset);
+    segment.pin();
+    return new FileRegion(segment, offset, offset - segment.start, length);
+  }
+
+  /**
    * Kafka 0.7's getOffsetsBefore (SPEC §3 OFFSETS). Candidates are the start offsets of the
    * segments (with each one's last-modified time), plus `visibleEnd` stamped now when it is past
    * the last candidate, oldest first; only offsets up to `visibleEnd` count. `time` −1
@@ -265,6 +309,16 @@ export class Log {
   onFlush(listener: (visibleEnd: number) => void): () => void {
     this.#flushListeners.add(listener);
     return () => this.#flushListeners.delete(listener);
+  }
+
+  /**
+   * Subscribes to the end of every flush, with its duration and outcome (for flush count and
+   * latency metrics). The listener runs synchronously; its exceptions are logged and dropped.
+   * @returns a function that unsubscribes
+   */
+  onFlushDone(listener: (event: FlushEvent) => void): () => void {
+    this.#flushDoneListeners.add(listener);
+    return () => this.#flushDoneListeners.delete(listener);
   }
 
   /**
@@ -321,6 +375,7 @@ export class Log {
     } finally {
       await Promise.all(this.#segments.view.map((s) => s.close()));
       this.#flushListeners.clear();
+      this.#flushDoneListeners.clear();
     }
   }
 
@@ -338,19 +393,43 @@ export class Log {
     this.#unflushedMessages = 0;
     const view = this.#segments.view;
     const target = view[view.length - 1]!.end;
+    const started = performance.now();
+    const unsynced = view.filter((s) => s.syncedBytes < s.size);
     try {
-      await Promise.all(view.filter((s) => s.syncedBytes < s.size).map((s) => s.sync()));
+      await Promise.all(unsynced.map((s) => s.sync()));
     } catch (err) {
       if (!this.#closed) this.#armFlushTimer();
+      this.#flushDone(started, unsynced.length, err);
       throw err;
     }
-    if (target <= this.#visibleEnd) return;
-    this.#visibleEnd = target;
+    const advanced = target > this.#visibleEnd;
+    if (advanced) this.#visibleEnd = target;
+    this.#flushDone(started, unsynced.length, undefined);
+    if (!advanced) return;
     for (const listener of this.#flushListeners) {
       try {
         listener(target);
       } catch (err) {
         this.#logger.error({ topic: this.topic, partition: this.partition, err }, 'flush listener threw');
+      }
+    }
+  }
+
+  #flushDone(started: number, segmentsSynced: number, error: unknown): void {
+    if (this.#flushDoneListeners.size === 0) return;
+    const event: FlushEvent = {
+      topic: this.topic,
+      partition: this.partition,
+      durationMs: performance.now() - started,
+      segmentsSynced,
+      visibleEnd: this.#visibleEnd,
+      ...(error !== undefined ? { error } : {}),
+    };
+    for (const listener of this.#flushDoneListeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.#logger.error({ topic: this.topic, partition: this.partition, err }, 'flush-done listener threw');
       }
     }
   }

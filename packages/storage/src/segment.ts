@@ -5,6 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { LogClosedError } from './errors.js';
 
 /** File name extension of a segment. */
 export const segmentFileSuffix = '.kafka';
@@ -39,7 +40,14 @@ export class Segment {
   lastModifiedMs: number;
   /** fdatasync calls in flight on `fd`; `close()` waits for them. */
   readonly #syncs = new Set<Promise<void>>();
+  /** Reads holding `fd` open (file regions being sent); the fd is closed only when none is left. */
+  #pins = 0;
+  /** Set by `close()`; later `pin()` calls throw. */
   #closed = false;
+  /** The running or finished close (the fd is closed when it settles). */
+  #closing: Promise<void> | undefined;
+  /** Resolves the close that waits for the last pin to be released. */
+  #unpinned: (() => void) | undefined;
 
   private constructor(
     /** Byte offset in the partition's log of the segment's first byte. */
@@ -78,6 +86,29 @@ export class Segment {
   /** True once `close()` has been called. */
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** Reads currently holding the file descriptor open (see {@link Segment.pin}). */
+  get pins(): number {
+    return this.#pins;
+  }
+
+  /**
+   * Keeps `fd` open until the matching {@link Segment.unpin}, even across `close()` or
+   * `delete()` (retention): a file region being sent to a socket pins its segment (SPEC §2,
+   * §3 read path). Deleting removes the file name at once; the descriptor, and with it the
+   * data, stays readable until the last pin goes.
+   * @throws LogClosedError when the segment is already closed
+   */
+  pin(): void {
+    if (this.#closed) throw new LogClosedError(`segment ${this.file}`);
+    this.#pins++;
+  }
+
+  /** Releases one {@link Segment.pin}; the last one lets a pending `close()` close the fd. */
+  unpin(): void {
+    if (this.#pins <= 0) throw new RangeError(`segment ${this.file} is not pinned`);
+    if (--this.#pins === 0) this.#unpinned?.();
   }
 
   /**
@@ -151,17 +182,30 @@ export class Segment {
     this.syncedBytes = bytes;
   }
 
-  /** Waits for any fdatasync in flight on the file, then closes it. Idempotent. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /**
+   * Waits for any fdatasync in flight on the file and for every pin to be released, then
+   * closes it. No new pin is accepted from the call on. Idempotent: later calls return the
+   * same promise.
+   */
+  close(): Promise<void> {
     this.#closed = true;
-    await Promise.allSettled([...this.#syncs]);
-    fs.closeSync(this.fd);
+    this.#closing ??= (async () => {
+      await Promise.allSettled([...this.#syncs]);
+      if (this.#pins > 0) await new Promise<void>((resolve) => (this.#unpinned = resolve));
+      fs.closeSync(this.fd);
+    })();
+    return this.#closing;
   }
 
-  /** Closes (see `close()`) and removes the file. */
+  /**
+   * Removes the file and closes it (see `close()`). The name goes at once; when reads still pin
+   * the segment, the returned promise resolves without waiting for them, and the descriptor is
+   * closed when the last one is released, so a slow consumer never holds up retention.
+   */
   async delete(): Promise<void> {
-    await this.close();
+    const closing = this.close();
     await fs.promises.rm(this.file, { force: true });
+    if (this.#pins === 0) await closing;
+    else closing.catch(() => {});
   }
 }

@@ -1,5 +1,5 @@
 /** What every request handler works with. */
-import type { LogManager } from '@klog/storage';
+import type { FileRegion, LogManager, ReadPath } from '@klog/storage';
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config.js';
 import type { BrokerMetrics } from '../metrics.js';
@@ -11,6 +11,15 @@ export interface BrokerContext {
   readonly logs: LogManager;
   readonly logger: Logger;
   readonly metrics: BrokerMetrics;
+  /** How the connections send segment regions (SPEC §3 read path), resolved at start. */
+  readonly readPath: ReadPath;
   /** Aborted when the broker shuts down; long-poll fetches stop waiting then. */
   readonly closing: AbortSignal;
 }
+
+/**
+ * One piece of a response, sent in order: bytes built in memory, or a pinned range of a
+ * segment file that the connection sends without copying it through JavaScript where it can,
+ * then releases.
+ */
+export type ResponsePart = Buffer | FileRegion;

@@ -1,8 +1,11 @@
 /**
  * FETCH and MULTIFETCH (the paper §3.1, SPEC §3): the bytes of the log from `offset`, at most
- * `maxBytes`, never past the flushed end. The first message of the answer is checked so that
- * an offset that is not a message boundary is reported (InvalidMessageOffset), never served as
- * data. A FETCH at the log end with klog's `maxWaitMs` waits for the next flush (long poll).
+ * `maxBytes`, never past the flushed end. The first message of the answer is read and checked
+ * so that an offset that is not a message boundary is reported (InvalidMessageOffset), never
+ * served as data. The rest is not read here: the answer carries a pinned {@link FileRegion}
+ * of the segment file, which the connection sends after the response header with sendfile(2)
+ * or the read-and-write fallback (SPEC §3 read path). A FETCH at the log end with klog's
+ * `maxWaitMs` waits for the next flush (long poll).
  */
 import {
   ErrorCode,
@@ -10,54 +13,70 @@ import {
   checkMessageAt,
   encodeFetchErrorResponse,
   encodeFetchResponseHeader,
-  encodeMultiFetchPart,
   encodeMultiFetchResponseHeader,
+  type ErrorCodeValue,
   type FetchRequest,
-  type FetchResponse,
 } from '@klog/protocol';
-import { OffsetOutOfRangeError, type Log } from '@klog/storage';
-import type { BrokerContext } from './context.js';
+import { FileRegion, OffsetOutOfRangeError, type Log } from '@klog/storage';
+import type { BrokerContext, ResponsePart } from './context.js';
 import { errorCodeOf } from './produce.js';
 
+/** One fetch's answer: the region to send, or the error to answer with. */
+export type FetchAnswer =
+  | { readonly errorCode: typeof ErrorCode.None; readonly region: FileRegion }
+  | { readonly errorCode: ErrorCodeValue; readonly region?: undefined; readonly earliest?: number; readonly end?: number };
+
+/** How many bytes of a fetch are read first to check its first message; more only for a larger first message. */
+const firstReadBytes = 4096;
+
 /**
- * Reads one fetch's answer without waiting.
- * @returns the message set (a fresh buffer) or the error to answer with; never throws
+ * Finds one fetch's answer without waiting. On success the region is pinned: whoever gets it
+ * must release it (the connection does, once sent or dropped).
+ * @returns the region (possibly empty) or the error to answer with; never throws
  */
-export function readFetch(ctx: BrokerContext, f: FetchRequest): FetchResponse {
-  const empty = Buffer.alloc(0);
-  if (f.maxBytes < 0 || f.maxBytes > ctx.config.maxFetchBytes) return { errorCode: ErrorCode.InvalidFetchSize, messages: empty };
+export function readFetch(ctx: BrokerContext, f: FetchRequest): FetchAnswer {
+  if (f.maxBytes < 0 || f.maxBytes > ctx.config.maxFetchBytes) return { errorCode: ErrorCode.InvalidFetchSize };
   const count = ctx.logs.partitionCount(f.topic);
   if (count === undefined) {
     // A topic nobody has produced to yet is an empty log at offset 0.
-    if (f.offset === 0) return { errorCode: ErrorCode.None, messages: empty };
-    return { errorCode: ErrorCode.OffsetOutOfRange, messages: empty, earliest: 0, end: 0 };
+    if (f.offset === 0) return { errorCode: ErrorCode.None, region: FileRegion.empty(0) };
+    return { errorCode: ErrorCode.OffsetOutOfRange, earliest: 0, end: 0 };
   }
-  if (f.partition >= count) return { errorCode: ErrorCode.WrongPartition, messages: empty };
-  const log = ctx.logs.getOrCreateLog(f.topic, f.partition);
+  if (f.partition >= count) return { errorCode: ErrorCode.WrongPartition };
+  let region: FileRegion | undefined;
   try {
-    const messages = log.read(f.offset, f.maxBytes);
-    if (!startsAtMessage(messages, f.maxBytes)) return { errorCode: ErrorCode.InvalidMessageOffset, messages: empty };
-    ctx.metrics.bytesOut += messages.length;
-    return { errorCode: ErrorCode.None, messages };
-  } catch (err) {
-    if (err instanceof OffsetOutOfRangeError) {
-      return { errorCode: ErrorCode.OffsetOutOfRange, messages: empty, earliest: err.earliest, end: err.end };
+    const log = ctx.logs.getOrCreateLog(f.topic, f.partition);
+    region = log.readRange(f.offset, f.maxBytes);
+    if (!startsAtMessage(region, f.maxBytes)) {
+      region.release();
+      return { errorCode: ErrorCode.InvalidMessageOffset };
     }
+    ctx.metrics.bytesOut(f.topic, region.length);
+    return { errorCode: ErrorCode.None, region };
+  } catch (err) {
+    region?.release();
+    if (err instanceof OffsetOutOfRangeError) return { errorCode: ErrorCode.OffsetOutOfRange, earliest: err.earliest, end: err.end };
     ctx.logger.error({ topic: f.topic, partition: f.partition, offset: f.offset, err }, 'fetch failed');
-    return { errorCode: errorCodeOf(err), messages: empty };
+    return { errorCode: errorCodeOf(err) };
   }
 }
 
 /**
- * True when `bytes` (read from a message boundary, or not) begins with a valid message, or with
- * the head of a message too large for `maxBytes`. Segments hold whole messages, so a partial
- * first message in a read shorter than `maxBytes` means the offset was not a boundary.
+ * True when the region (read from a message boundary, or not) begins with a valid message, or
+ * with the head of a message too large for `maxBytes`. Segments hold whole messages, so a
+ * partial first message in a region shorter than `maxBytes` means the offset was not a
+ * boundary. Reads only the first message (its first 4 KiB, then the rest of it if larger).
  */
-function startsAtMessage(bytes: Buffer, maxBytes: number): boolean {
-  if (bytes.length === 0) return true;
-  const check = checkMessageAt(bytes, 0);
+function startsAtMessage(region: FileRegion, maxBytes: number): boolean {
+  if (region.length === 0) return true;
+  let head = region.read(0, firstReadBytes);
+  let check = checkMessageAt(head, 0);
+  if (check.status === 'partial' && check.size !== undefined && head.length < region.length && check.size > head.length) {
+    head = region.read(0, check.size);
+    check = checkMessageAt(head, 0);
+  }
   if (check.status === 'valid') return true;
-  return check.status === 'partial' && bytes.length === maxBytes;
+  return check.status === 'partial' && region.length === maxBytes;
 }
 
 /**
@@ -87,28 +106,28 @@ function existingLog(ctx: BrokerContext, f: FetchRequest): Log | undefined {
   return count !== undefined && f.partition < count ? ctx.logs.getLog(f.topic, f.partition) : undefined;
 }
 
-/** FETCH: the framed response as buffers to write in order (header, then the message set). */
-export async function handleFetch(ctx: BrokerContext, f: FetchRequest): Promise<Buffer[]> {
+/** FETCH: the framed response as parts to send in order (header, then the segment region). */
+export async function handleFetch(ctx: BrokerContext, f: FetchRequest): Promise<ResponsePart[]> {
   let r = readFetch(ctx, f);
-  if (r.errorCode === ErrorCode.None && r.messages.length === 0 && (f.maxWaitMs ?? 0) > 0) {
+  if (r.errorCode === ErrorCode.None && r.region!.length === 0 && (f.maxWaitMs ?? 0) > 0) {
     await waitForData(ctx, f, f.maxWaitMs!);
     r = readFetch(ctx, f);
   }
-  return fetchResponseBuffers(ctx, r);
+  return fetchParts(ctx, r);
 }
 
-function fetchResponseBuffers(ctx: BrokerContext, r: FetchResponse): Buffer[] {
-  if (r.errorCode !== ErrorCode.None) {
+/** `int32 size | int16 errorCode | messageSet` as a header buffer and the region, or an error frame. */
+function fetchParts(ctx: BrokerContext, r: FetchAnswer): ResponsePart[] {
+  if (r.region === undefined) {
     ctx.metrics.error(errorCodeName(r.errorCode));
     return [encodeFetchErrorResponse(r.errorCode, r.earliest !== undefined ? { earliest: r.earliest, end: r.end ?? 0 } : undefined)];
   }
-  return [encodeFetchResponseHeader(r.messages.length), r.messages];
+  return r.region.length === 0 ? [encodeFetchResponseHeader(0)] : [encodeFetchResponseHeader(r.region.length), r.region];
 }
 
-/** MULTIFETCH: one part per fetch, in request order; no waiting. */
-export function handleMultiFetch(ctx: BrokerContext, fetches: readonly FetchRequest[]): Buffer[] {
-  const parts = fetches.map((f) => encodeMultiFetchPart(readFetch(ctx, f)));
+/** MULTIFETCH: one part per fetch (each framed as a FETCH response), in request order; no waiting. */
+export function handleMultiFetch(ctx: BrokerContext, fetches: readonly FetchRequest[]): ResponsePart[] {
+  const parts = fetches.flatMap((f) => fetchParts(ctx, readFetch(ctx, f)));
   const total = parts.reduce((n, p) => n + p.length, 0);
   return [encodeMultiFetchResponseHeader(total), ...parts];
 }
-

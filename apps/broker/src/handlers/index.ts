@@ -4,21 +4,22 @@
  * is logged instead.
  */
 import { ErrorCode, ProtocolError, RequestType, decodeRequest, encodeErrorResponse, errorCodeName } from '@klog/protocol';
-import type { BrokerContext } from './context.js';
+import type { BrokerContext, ResponsePart } from './context.js';
 import { handleFetch, handleMultiFetch } from './fetch.js';
 import { handleMetadata } from './metadata.js';
 import { handleOffsets } from './offsets.js';
 import { handleProduce, handleProduceAck } from './produce.js';
 
-export type { BrokerContext } from './context.js';
+export type { BrokerContext, ResponsePart } from './context.js';
 
 const typeNames = new Map<number, string>(Object.entries(RequestType).map(([k, v]) => [v, k]));
 
 /**
  * Handles one frame (`type int16 | body`).
- * @returns the response as buffers to write in order, or `undefined` when the request has no response
+ * @returns the response as parts to send in order (buffers and pinned file regions, which the
+ *   caller must release), or `undefined` when the request has no response
  */
-export async function handleRequest(ctx: BrokerContext, frame: Buffer): Promise<Buffer[] | undefined> {
+export async function handleRequest(ctx: BrokerContext, frame: Buffer): Promise<ResponsePart[] | undefined> {
   const type = frame.length >= 2 ? frame.readInt16BE(0) : -1;
   ctx.metrics.request(typeNames.get(type) ?? 'Unknown');
   let request;

@@ -1,0 +1,63 @@
+/**
+ * A byte range of one segment file, handed to the network layer so that it can send the bytes
+ * without copying them through JavaScript (SPEC §3, the read path; Kafka 0.7's
+ * `FileMessageSet.writeTo`). A region pins its segment: retention may delete the file meanwhile,
+ * but the descriptor stays open, and the bytes readable, until the region is released.
+ */
+import type { Segment } from './segment.js';
+
+/** A pinned range `[position, position + length)` of a segment file. Release it exactly once when done. */
+export class FileRegion {
+  #segment: Segment | undefined;
+
+  /**
+   * @param segment the segment holding the bytes, already pinned by the caller (undefined for an empty region)
+   * @param offset log offset of the region's first byte (SPEC §1: offsets are byte positions)
+   * @param position file position of the region's first byte in the segment file
+   * @param length bytes in the region; 0 for an empty region
+   */
+  constructor(
+    segment: Segment | undefined,
+    readonly offset: number,
+    readonly position: number,
+    readonly length: number,
+  ) {
+    this.#segment = segment;
+    this.fd = segment?.fd ?? -1;
+  }
+
+  /** An empty region at log offset `offset`: nothing to send, nothing pinned. */
+  static empty(offset: number): FileRegion {
+    return new FileRegion(undefined, offset, 0, 0);
+  }
+
+  /** The segment file's descriptor (read-only use), −1 for an empty region. Valid until `release()`. */
+  readonly fd: number;
+
+  /** True once `release()` has been called (or for an empty region). */
+  get released(): boolean {
+    return this.#segment === undefined;
+  }
+
+  /**
+   * Copies `length` bytes starting `from` bytes into the region (clamped to the region) into a
+   * new buffer; used to check the first message of a fetch without reading the rest.
+   * @throws Error after `release()` when the region is not empty
+   */
+  read(from: number, length: number): Buffer {
+    const start = Math.min(Math.max(0, from), this.length);
+    const n = Math.min(Math.max(0, length), this.length - start);
+    if (n === 0) return Buffer.alloc(0);
+    const segment = this.#segment;
+    if (segment === undefined) throw new Error('file region read after release');
+    return segment.read(this.position + start, n);
+  }
+
+  /** Unpins the segment (a pending close or retention delete may then close the fd). Idempotent. */
+  release(): void {
+    const segment = this.#segment;
+    if (segment === undefined) return;
+    this.#segment = undefined;
+    segment.unpin();
+  }
+}

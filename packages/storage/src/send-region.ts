@@ -1,0 +1,185 @@
+/**
+ * Sending a {@link FileRegion} to a TCP socket (SPEC §3, the read path): with sendfile(2)
+ * through klog's native addon (`native/sendfile.cc`) where it was built (Linux), or by reading
+ * into pooled buffers and writing them (the fallback, also what `read.path=read-write` forces).
+ *
+ * Both paths need the socket to themselves for the duration: the caller writes the response
+ * header, waits until Node has handed it to the kernel (`socket.writableLength === 0`), sends
+ * the region, and only then writes anything else. A klog connection answers one request at a
+ * time, so nothing else writes meanwhile.
+ */
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
+import { BufferPool } from './buffer-pool.js';
+import type { FileRegion } from './file-region.js';
+
+/** How segment bytes reach the socket: `sendfile` (zero-copy) or `read-write` (the fallback). */
+export type ReadPath = 'sendfile' | 'read-write';
+
+/** What the native addon exports (see native/sendfile.cc). */
+interface SendfileAddon {
+  readonly supported: boolean;
+  sendfile?(socketFd: number, fileFd: number, position: number, length: number, maxWaitMs: number): Promise<{ bytes: number; status: 'complete' | 'eof' | 'waiting' }>;
+  stats(): { eagain: number; calls: number; bytes: number };
+}
+
+/** Whether sendfile(2) can be used in this process, and if not, why. */
+export interface SendfileSupport {
+  readonly available: boolean;
+  /** Why not, when `available` is false (addon not built, platform, load error). */
+  readonly reason?: string;
+}
+
+function loadAddon(): { addon?: SendfileAddon; support: SendfileSupport } {
+  if (process.env.KLOG_DISABLE_SENDFILE === '1') return { support: { available: false, reason: 'KLOG_DISABLE_SENDFILE=1' } };
+  if (process.platform !== 'linux') return { support: { available: false, reason: `no sendfile addon on ${process.platform}` } };
+  try {
+    const addon = createRequire(import.meta.url)('../build/Release/klog_sendfile.node') as SendfileAddon;
+    if (!addon.supported || typeof addon.sendfile !== 'function') return { support: { available: false, reason: 'the addon has no sendfile on this platform' } };
+    return { addon, support: { available: true } };
+  } catch (err) {
+    return { support: { available: false, reason: `sendfile addon not loaded: ${(err as Error).message.split('\n')[0]}` } };
+  }
+}
+
+const loaded = loadAddon();
+
+/**
+ * Whether the sendfile addon loaded (built by `pnpm install`; Linux only). Setting the
+ * environment variable `KLOG_DISABLE_SENDFILE=1` before start makes it unavailable.
+ */
+export const sendfileSupport: SendfileSupport = Object.freeze(loaded.support);
+
+/** The read path a broker uses when not told otherwise: `sendfile` when available, else `read-write`. */
+export function defaultReadPath(): ReadPath {
+  return sendfileSupport.available ? 'sendfile' : 'read-write';
+}
+
+/**
+ * Process-wide counters of the sendfile path: `eagain` times a send found the socket full and
+ * waited, `calls` sendfile(2) calls that moved bytes, `bytes` moved by them. All zero when the
+ * addon is not loaded.
+ */
+export function sendfileStats(): { eagain: number; calls: number; bytes: number } {
+  return loaded.addon?.stats() ?? { eagain: 0, calls: 0, bytes: 0 };
+}
+
+/** Options of {@link sendRegion}. */
+export interface SendRegionOptions {
+  /** `sendfile` (falls back to `read-write` for a socket without a descriptor) or `read-write`. */
+  readonly path: ReadPath;
+  /** Buffers of the read-write path; default a shared pool of 256 KiB buffers. */
+  readonly pool?: BufferPool;
+  /**
+   * Longest one native call waits in total for a full socket before handing back to JS, in ms
+   * (default 100); bounds how long a stalled reader holds a thread-pool thread and how late a
+   * closed socket is noticed.
+   */
+  readonly maxWaitSliceMs?: number;
+}
+
+/** Read-write buffer size: large enough for few syscalls, small enough to pool. */
+export const readWriteChunkBytes = 256 * 1024;
+/** Shared pool of the read-write path: up to 32 idle 256 KiB buffers (8 MiB). */
+export const sharedReadWritePool = new BufferPool(readWriteChunkBytes, 32);
+
+/**
+ * Sends every byte of `region` to `socket`, by the path asked for, and resolves once the bytes
+ * are with the kernel (sendfile) or queued in the socket with its buffer drained below its
+ * high-water mark (read-write). Does not release the region: the caller does, after this
+ * settles. An empty region resolves at once.
+ * @throws Error with code `ERR_KLOG_PENDING_WRITES` when the socket still has buffered writes
+ *   (the caller must wait for them); `ERR_SOCKET_CLOSED` when the socket closes first; the
+ *   sendfile/read error (e.g. EPIPE, ECONNRESET); `ERR_KLOG_SHORT_FILE` when the segment file
+ *   holds fewer bytes than the region. After an error, part of the region may have been sent:
+ *   the connection is no longer framed and must be closed.
+ */
+export async function sendRegion(socket: Socket, region: FileRegion, options: SendRegionOptions): Promise<void> {
+  if (region.length === 0) return;
+  if (region.released) throw new Error('file region sent after release');
+  if (socket.writableLength > 0) throw codeError('ERR_KLOG_PENDING_WRITES', `socket has ${socket.writableLength} bytes of pending writes`);
+  const addon = loaded.addon;
+  if (options.path === 'sendfile' && addon?.sendfile !== undefined && socketFd(socket) !== undefined) {
+    await sendWithSendfile(addon, socket, region, options.maxWaitSliceMs ?? 100);
+  } else {
+    await sendWithReadWrite(socket, region, options.pool ?? sharedReadWritePool);
+  }
+}
+
+/** The OS descriptor of a connected TCP socket, or undefined (destroyed, TLS, not a TCP handle). */
+function socketFd(socket: Socket): number | undefined {
+  const handle = (socket as unknown as { _handle?: { fd?: unknown } | null })._handle;
+  const fd = handle?.fd;
+  return typeof fd === 'number' && fd >= 0 && !socket.destroyed ? fd : undefined;
+}
+
+async function sendWithSendfile(addon: SendfileAddon, socket: Socket, region: FileRegion, sliceMs: number): Promise<void> {
+  let sent = 0;
+  while (sent < region.length) {
+    // Taken afresh each round: once JS destroys the socket its descriptor is gone (and may be
+    // reused), so a destroyed socket is never handed to the addon.
+    const fd = socketFd(socket);
+    if (fd === undefined) throw codeError('ERR_SOCKET_CLOSED', `socket closed after ${sent} of ${region.length} bytes`);
+    const r = await addon.sendfile!(fd, region.fd, region.position + sent, region.length - sent, sliceMs);
+    sent += r.bytes;
+    if (r.status === 'eof') throw codeError('ERR_KLOG_SHORT_FILE', `segment file ended ${region.length - sent} bytes before the region's end`);
+  }
+}
+
+async function sendWithReadWrite(socket: Socket, region: FileRegion, pool: BufferPool): Promise<void> {
+  let sent = 0;
+  while (sent < region.length) {
+    if (socket.destroyed) throw codeError('ERR_SOCKET_CLOSED', `socket closed after ${sent} of ${region.length} bytes`);
+    const buffer = pool.acquire();
+    let n: number;
+    try {
+      n = readFully(region.fd, buffer, Math.min(buffer.length, region.length - sent), region.position + sent);
+    } catch (err) {
+      pool.release(buffer);
+      throw err;
+    }
+    if (n === 0) {
+      pool.release(buffer);
+      throw codeError('ERR_KLOG_SHORT_FILE', `segment file ended ${region.length - sent} bytes before the region's end`);
+    }
+    sent += n;
+    // The buffer goes back to the pool once the socket is done with it (written or failed).
+    const ok = socket.write(n === buffer.length ? buffer : buffer.subarray(0, n), () => pool.release(buffer));
+    if (!ok) await drained(socket);
+  }
+}
+
+/** Reads up to `length` bytes at `position`, looping over short reads; fewer only at end of file. */
+function readFully(fd: number, target: Buffer, length: number, position: number): number {
+  let done = 0;
+  while (done < length) {
+    const n = fs.readSync(fd, target, done, length - done, position + done);
+    if (n === 0) break;
+    done += n;
+  }
+  return done;
+}
+
+/** Resolves on 'drain'; rejects when the socket closes first. */
+function drained(socket: Socket): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const done = (): void => {
+      socket.off('drain', done);
+      socket.off('close', closed);
+      resolve();
+    };
+    const closed = (): void => {
+      socket.off('drain', done);
+      socket.off('close', closed);
+      reject(codeError('ERR_SOCKET_CLOSED', 'socket closed while waiting for drain'));
+    };
+    socket.on('drain', done);
+    socket.on('close', closed);
+    if (socket.destroyed) closed();
+  });
+}
+
+function codeError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
