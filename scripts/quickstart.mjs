@@ -49,6 +49,7 @@ async function main() {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const port = await new Promise((resolve, reject) => {
+    broker.on('error', (err) => reject(new Error(`cannot start klog-broker: ${err.message}`)));
     broker.on('exit', (code) => reject(new Error(`klog-broker exited with ${code}`)));
     createInterface({ input: broker.stdout }).on('line', (line) => {
       const entry = JSON.parse(line);
@@ -76,11 +77,14 @@ async function main() {
   } finally {
     broker.kill('SIGTERM');
     await new Promise((resolve) => (broker.exitCode !== null ? resolve() : broker.on('exit', resolve)));
-    rmSync(work, { recursive: true, force: true });
   }
 }
 
-main().catch((err) => {
-  console.error(`quickstart: FAILED: ${err.message}`);
-  process.exit(1);
-});
+main().then(
+  () => rmSync(work, { recursive: true, force: true }),
+  (err) => {
+    rmSync(work, { recursive: true, force: true });
+    console.error(`quickstart: FAILED: ${err.message}`);
+    process.exit(1);
+  },
+);

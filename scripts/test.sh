@@ -4,8 +4,7 @@
 # one line "tests: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PNPM_VERSION=$(node -p "require('./package.json').packageManager.split('@')[1]")
-export PATH="${XDG_CACHE_HOME:-$HOME/.cache}/klog/pnpm-$PNPM_VERSION/node_modules/.bin:$PATH"
+source scripts/env.sh
 
 zk_started=""
 if [ -f scripts/zookeeper.sh ] && [ -z "${KLOG_ZK_CONNECT:-}" ]; then
