@@ -189,6 +189,16 @@ describe('broker crash recovery', () => {
     again.c.close();
   });
 
+  it('refuses a second broker on the same log dir, and takes the dir over after a kill -9', async () => {
+    const { b, c } = await boot();
+    await expect(spawnBroker(['--log-dir', dir])).rejects.toThrow(new RegExp(`klog-broker: log dir .* is in use by process ${b.proc.pid}: one broker per log dir\\n$`));
+    c.close();
+    await killHard(b);
+    const again = await boot();
+    expect(again.b.logs.find((l) => l.msg === 'logs loaded')).toMatchObject({ cleanShutdown: false });
+    again.c.close();
+  });
+
   it('exits with a one-line error on a bad flag', async () => {
     await expect(spawnBroker(['--log-dir', dir, '--segment-bytes', 'lots'])).rejects.toThrow(/segment-bytes/);
   });

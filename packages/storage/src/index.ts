@@ -14,3 +14,4 @@ export * from './recovery.js';
 export * from './segment.js';
 export * from './send-region.js';
 export * from './segment-list.js';
+export * from './log-dir-lock.js';

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
 import { InvalidTopicError, isValidTopicName, LogClosedError, WrongPartitionError } from './errors.js';
 import { Log, type FlushEvent } from './log.js';
+import { lockLogDir } from './log-dir-lock.js';
 
 /**
  * Name of the file `close()` writes in the log directory. When present on start, the last
@@ -59,6 +60,8 @@ export class LogManager {
   /** Runs retention every `retentionCheckIntervalMs` (unref'd). */
   #retentionTimer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** Releases the log dir's lock. */
+  #unlock: () => void = () => {};
   readonly #logger: StorageLogger;
 
   private constructor(config: LogManagerConfig) {
@@ -70,8 +73,10 @@ export class LogManager {
    * Creates `logDir` if needed and opens every `<topic>-<partition>` directory in it (others
    * are skipped with a warning). Unless the clean-shutdown marker is present, each log's last
    * segment is recovered (SPEC §2); the marker is then removed. A topic found on disk keeps
-   * its partition count (highest partition + 1). Starts the retention timer (unref'd).
-   * @throws RangeError for a bad setting; file system errors
+   * its partition count (highest partition + 1). Starts the retention timer (unref'd). Holds
+   * the log dir's lock (`.lock`) until `close()`.
+   * @throws RangeError for a bad setting; LogDirLockedError when another running process holds
+   *   the log dir; file system errors
    */
   static async open(config: Partial<LogManagerConfig> & { logDir: string }): Promise<LogManager> {
     const full: LogManagerConfig = { ...defaultLogManagerConfig, ...config };
@@ -81,6 +86,7 @@ export class LogManager {
     const manager = new LogManager(full);
     const logger = manager.#logger;
     await fs.promises.mkdir(full.logDir, { recursive: true });
+    manager.#unlock = lockLogDir(full.logDir);
     const marker = path.join(full.logDir, cleanShutdownFileName);
     const clean = fs.existsSync(marker);
     const started = Date.now();
@@ -213,17 +219,21 @@ export class LogManager {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#retentionTimer !== undefined) clearInterval(this.#retentionTimer);
-    const results = await Promise.allSettled([...this.#logs.values()].map((log) => log.close()));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
-    if (options.markClean === false) return;
-    const fd = fs.openSync(path.join(this.config.logDir, cleanShutdownFileName), 'w');
     try {
-      fs.fsyncSync(fd);
+      const results = await Promise.allSettled([...this.#logs.values()].map((log) => log.close()));
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
+      if (options.markClean === false) return;
+      const fd = fs.openSync(path.join(this.config.logDir, cleanShutdownFileName), 'w');
+      try {
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      syncDir(this.config.logDir);
     } finally {
-      fs.closeSync(fd);
+      this.#unlock();
     }
-    syncDir(this.config.logDir);
   }
 
   #openLog(topic: string, partition: number, recover: boolean): Log {

@@ -1,7 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cleanShutdownFileName, InvalidTopicError, LogManager, parsePartitionDirName, WrongPartitionError } from '../src/index.js';
+import { spawnSync } from 'node:child_process';
+import { cleanShutdownFileName, InvalidTopicError, LogDirLockedError, LogManager, lockFileName, parsePartitionDirName, WrongPartitionError } from '../src/index.js';
 import { messages, payloads, recordingLogger, segmentFiles, tempDir } from './helpers.js';
 
 const quiet = { retentionCheckIntervalMs: 3_600_000 };
@@ -19,7 +20,7 @@ describe('LogManager', () => {
     const log = manager.getOrCreateLog('clicks', 1);
     expect([log.topic, log.partition, log.dir]).toEqual(['clicks', 1, path.join(logDir, 'clicks-1')]);
     expect(manager.partitionCount('clicks')).toBe(3);
-    expect(fs.readdirSync(logDir).sort()).toEqual(['clicks-0', 'clicks-1', 'clicks-2']);
+    expect(fs.readdirSync(logDir).sort()).toEqual(['.lock', 'clicks-0', 'clicks-1', 'clicks-2']);
     for (const p of [0, 1, 2]) expect(segmentFiles(path.join(logDir, `clicks-${p}`))).toEqual(['00000000000000000000.kafka']);
     expect(manager.getOrCreateLog('clicks', 1)).toBe(log);
     expect(manager.getLog('clicks', 2)).toBeDefined();
@@ -45,7 +46,7 @@ describe('LogManager', () => {
     expect(() => manager.createTopic('')).toThrow(InvalidTopicError);
     expect(() => manager.getOrCreateLog('fresh', 3)).toThrow(WrongPartitionError);
     expect(manager.partitionCount('fresh')).toBeUndefined();
-    expect(fs.readdirSync(logDir).sort()).toEqual(['clicks-0', 'clicks-1', 'clicks-2', 'unheard-0', 'unheard-1', 'unheard-2']);
+    expect(fs.readdirSync(logDir).sort()).toEqual(['.lock', 'clicks-0', 'clicks-1', 'clicks-2', 'unheard-0', 'unheard-1', 'unheard-2']);
     await manager.close();
   });
 
@@ -123,5 +124,25 @@ describe('LogManager', () => {
     for (let i = 0; i < 50 && log.segmentCount > 1; i++) await new Promise((r) => setTimeout(r, 10));
     expect(log.segmentStarts()).toEqual([1980]);
     await manager.close();
+  });
+
+  it('keeps a second log manager out of its log dir, and takes over the lock of a process that is gone', async () => {
+    const logDir = tempDir();
+    const first = await LogManager.open({ logDir, ...quiet });
+    expect(fs.readFileSync(path.join(logDir, lockFileName), 'utf8')).toBe(`${process.pid}\n`);
+    await expect(LogManager.open({ logDir, ...quiet })).rejects.toBeInstanceOf(LogDirLockedError);
+    // A process that holds it (this test's parent, alive) keeps others out too.
+    fs.writeFileSync(path.join(logDir, lockFileName), `${process.ppid}\n`);
+    await expect(LogManager.open({ logDir, ...quiet })).rejects.toThrow(new RegExp(`in use by process ${process.ppid}`));
+    fs.writeFileSync(path.join(logDir, lockFileName), `${process.pid}\n`);
+    await first.close();
+    expect(fs.existsSync(path.join(logDir, lockFileName))).toBe(false);
+    // The lock of a crashed broker (its pid no longer runs) is stale and taken over.
+    const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+    fs.writeFileSync(path.join(logDir, lockFileName), `${gone}\n`);
+    const second = await LogManager.open({ logDir, ...quiet });
+    expect(fs.readFileSync(path.join(logDir, lockFileName), 'utf8')).toBe(`${process.pid}\n`);
+    await second.close({ markClean: false });
+    expect(fs.existsSync(path.join(logDir, lockFileName))).toBe(false);
   });
 });
