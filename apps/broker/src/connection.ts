@@ -24,11 +24,16 @@ export class Connection {
   /** True while a request is being handled; later frames wait their turn. */
   private busy = false;
   private closed = false;
+  /** The broker's context, with `closing` also aborted when this connection closes. */
+  private readonly ctx: BrokerContext;
 
   constructor(
-    private readonly ctx: BrokerContext,
+    broker: BrokerContext,
     private readonly socket: Socket,
   ) {
+    const gone = new AbortController();
+    this.ctx = { ...broker, closing: AbortSignal.any([broker.closing, gone.signal]) };
+    const ctx = this.ctx;
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
       this.chunks.push(chunk);
@@ -40,6 +45,7 @@ export class Connection {
     socket.on('error', (err) => ctx.logger.debug({ remote: this.remote, err: err.message }, 'connection error'));
     socket.on('close', () => {
       this.closed = true;
+      gone.abort(); // a long-poll fetch of this connection stops waiting
     });
   }
 

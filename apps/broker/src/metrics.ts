@@ -45,6 +45,7 @@ export class BrokerMetrics {
   });
   readonly #requests = new Counter({ name: 'klog_requests_total', help: 'Requests served, by request type', labelNames: ['type'], registers: [this.registry] });
   readonly #errors = new Counter({ name: 'klog_errors_total', help: 'Error responses and rejected requests, by error code name', labelNames: ['code'], registers: [this.registry] });
+  readonly #longPolls = new Gauge({ name: 'klog_long_polls_waiting', help: 'Fetches waiting at the log end for data (long poll)', registers: [this.registry] });
   readonly #flushes = new Counter({ name: 'klog_flushes_total', help: 'Log flushes, by result', labelNames: ['result'], registers: [this.registry] });
   readonly #flushSeconds = new Histogram({
     name: 'klog_flush_duration_seconds',
@@ -106,6 +107,11 @@ export class BrokerMetrics {
   bytesOut(topic: string, bytes: number): void {
     this.#bytesOut.inc({ topic }, bytes);
     this.#fetchResponses.inc({ topic });
+  }
+
+  /** Counts a long-poll fetch starting (+1) or ending (−1) its wait. */
+  longPollWaiting(delta: 1 | -1): void {
+    this.#longPolls.inc(delta);
   }
 
   /** Counts one request of the given type name. */

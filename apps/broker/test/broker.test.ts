@@ -222,6 +222,22 @@ describe('broker (standalone)', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
   });
 
+  it('stops a long-poll wait when its connection closes', async () => {
+    await start({ flushMessages: 1 });
+    const cs = await Promise.all(Array.from({ length: 50 }, () => client()));
+    for (const [i, c] of cs.entries()) {
+      void fetch(c, i % 2 ? 'never-created' : 'waiting', 0, 0, 1000, 600_000).catch(() => {});
+    }
+    await produceAck(await client(), 'waiting', 0, encodeMessageSet([]));
+    const waiting = async (): Promise<number> => broker!.metrics.value('klog_long_polls_waiting');
+    const t0 = Date.now();
+    while ((await waiting()) < 50 && Date.now() - t0 < 2000) await new Promise((r) => setTimeout(r, 20));
+    expect(await waiting()).toBe(50);
+    for (const c of cs) c.close();
+    while ((await waiting()) > 0 && Date.now() - t0 < 4000) await new Promise((r) => setTimeout(r, 20));
+    expect(await waiting()).toBe(0);
+  });
+
   it('shows only flushed messages to fetches', async () => {
     await start({ flushMessages: 1000, flushIntervalMs: 60_000 });
     const c = await client();
@@ -293,30 +309,51 @@ describe('broker (standalone)', () => {
       encodeProduceAckRequest({ acks: 1, partitions: [{ topic: 'h', partition: 0, messages: encodeMessageSet([Buffer.from('x')]) }] }),
       encodeMetadataRequest(['h']),
     ];
-    let c = await client();
+    // Well-framed frames (truncated bodies, random bodies of every request type and unknown ones)
+    // share one connection, as their framing stays intact; raw noise, whose size prefix is
+    // random, goes on a connection of its own each time.
+    const framed = await client();
+    let framedCount = 0;
+    const noise: Buffer[] = [];
     for (let i = 0; i < 10_000; i++) {
-      if (c.closed) c = await client();
       const kind = i % 3;
-      let frame: Buffer;
       if (kind === 0) {
-        frame = randomBytes(1 + (i % 40)); // raw noise, size prefix included
+        noise.push(randomBytes(1 + (i % 40)));
       } else if (kind === 1) {
         const v = valid[i % valid.length]!;
         const cut = 6 + (i % Math.max(1, v.length - 6));
-        frame = Buffer.from(v.subarray(0, cut));
+        const frame = Buffer.from(v.subarray(0, cut));
         frame.writeInt32BE(cut - 4, 0); // a well-framed but truncated body
+        framed.socket.write(frame);
+        framedCount++;
       } else {
         const body = randomBytes(i % 64);
-        frame = encodeFrame(i % 8, (e) => e.writeBytes(body));
+        framed.socket.write(encodeFrame(i % 8, (e) => e.writeBytes(body)));
+        framedCount++;
       }
-      c.socket.write(frame);
-      if (i % 500 === 499) await new Promise((r) => setTimeout(r, 5));
     }
+    for (let i = 0; i < noise.length; i += 200) {
+      await Promise.all(
+        noise.slice(i, i + 200).map(async (bytes) => {
+          const c = await WireClient.connect(broker!.port);
+          c.socket.end(bytes);
+          await new Promise((r) => c.socket.once('close', r));
+        }),
+      );
+    }
+    // Every well-framed request was read and handled (answered, or dropped for PRODUCE), and the
+    // connection that carried them is still open.
+    const handled = async (): Promise<number> =>
+      Object.values((await broker!.metrics.toJSON())['klog_requests_total'] ?? {}).reduce((a, b) => a + b, 0);
+    const t0 = Date.now();
+    while ((await handled()) < framedCount && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 20));
+    expect(await handled()).toBeGreaterThanOrEqual(framedCount);
+    expect(framed.closed).toBe(false);
     const fresh = await client();
     const r = await produceAck(fresh, 'after-noise', 0, encodeMessageSet([Buffer.from('fine')]));
     expect(r).toMatchObject({ errorCode: 0, offset: 0 });
     expect((await readAll(fresh, 'after-noise', 0)).map((m) => m.payload.toString())).toEqual(['fine']);
     // Whatever the noise appended to topic "h" is whole, valid messages only.
     await readAll(fresh, 'h', 0);
-  });
+  }, 30_000);
 });

@@ -13,7 +13,7 @@ export interface BrokerContext {
   readonly metrics: BrokerMetrics;
   /** How the connections send segment regions (SPEC §3 read path), resolved at start. */
   readonly readPath: ReadPath;
-  /** Aborted when the broker shuts down; long-poll fetches stop waiting then. */
+  /** Aborted when the broker shuts down or the request's connection closes; long-poll fetches stop waiting then. */
   readonly closing: AbortSignal;
 }
 

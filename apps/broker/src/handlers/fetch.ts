@@ -80,10 +80,20 @@ function startsAtMessage(region: FileRegion, maxBytes: number): boolean {
 }
 
 /**
- * Waits until the partition has flushed data past `offset`, `ms` have passed, or the broker
- * closes. A partition that does not exist yet is looked for every 100 ms until it does.
+ * Waits until the partition has flushed data past `offset`, `ms` have passed, or the broker or
+ * the request's connection closes (`ctx.closing`). A partition that does not exist yet is looked
+ * for every 100 ms until it does. Counted in `klog_long_polls_waiting` while it waits.
  */
 async function waitForData(ctx: BrokerContext, f: FetchRequest, ms: number): Promise<void> {
+  ctx.metrics.longPollWaiting(1);
+  try {
+    await waitUntilFlushedPast(ctx, f, ms);
+  } finally {
+    ctx.metrics.longPollWaiting(-1);
+  }
+}
+
+async function waitUntilFlushedPast(ctx: BrokerContext, f: FetchRequest, ms: number): Promise<void> {
   const signal = AbortSignal.any([AbortSignal.timeout(ms), ctx.closing]);
   const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   let log: Log | undefined;
