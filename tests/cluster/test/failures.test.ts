@@ -69,6 +69,10 @@ describe('failures', () => {
     const killedAt = Date.now();
     await waitFor('partitions moved to the survivors', () => settled(zk, 'K', topic, PARTITIONS, ['c1', 'c3']), 15_000);
     console.log(`victim's partitions moved ${Date.now() - killedAt} ms after kill -9 (session timeout ${SESSION_MS} ms)`);
+    // `klog groups --describe` shows the new owners, as ZooKeeper has them.
+    const described = await describeGroup(connect, 'K');
+    expect(Object.fromEntries(described.map((r) => [`${r.brokerId}-${r.partition}`, r.owner]))).toEqual(Object.fromEntries(await owners(zk, 'K', topic)));
+    expect(described.every((r) => r.logEnd !== null && r.lag !== null && r.lag >= 0)).toBe(true);
     await producing;
     await waitFor('every message delivered', () => sent.every((v) => counts(received).has(v)), 60_000);
     await sleep(1000);
@@ -91,7 +95,8 @@ describe('failures', () => {
     // Survivors resumed the victim's partitions exactly at its last commit (or later, had a commit not been printed).
     for (const bp of victimOwned) {
       const firstAfter = received.find((r) => r.member !== 'c2' && `${r.b}-${r.p}` === bp);
-      if (firstAfter) expect(firstAfter.o).toBe(lastCommit.get(bp) ?? 0);
+      expect(firstAfter, `a survivor's first message of ${bp}`).toBeDefined();
+      expect(firstAfter!.o).toBe(lastCommit.get(bp) ?? 0);
     }
     for (const m of members) expect(m.errors).toEqual([]);
     await Promise.all([members[0]!.stop(), members[2]!.stop()]);
