@@ -234,6 +234,15 @@ export class Log {
    *   RangeError for a negative or non-integer `maxBytes`; LogClosedError after `close()`
    */
   read(offset: number, maxBytes: number): Buffer {
+    const range = this.#locate(offset, maxBytes);
+    return range === undefined ? emptyBuffer : range.segment.read(offset - range.segment.start, range.length);
+  }
+
+  /**
+   * The segment holding `offset` and how many bytes from there a read may return (SPEC §3
+   * FETCH); undefined when there is nothing to read.
+   */
+  #locate(offset: number, maxBytes: number): { segment: Segment; length: number } | undefined {
     if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
     if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
     const view = this.#segments.view;
@@ -242,11 +251,10 @@ export class Log {
     if (!Number.isSafeInteger(offset) || offset < earliest || offset > end) {
       throw new OffsetOutOfRangeError(this.topic, this.partition, offset, earliest, end);
     }
-    if (offset === end || maxBytes === 0) return emptyBuffer;
+    if (offset === end || maxBytes === 0) return undefined;
     const segment = view[findSegmentIndex(view, offset)]!;
     const length = Math.min(maxBytes, Math.min(segment.end, end) - offset);
-    if (length <= 0) return emptyBuffer; // only in a gap between segments, see open()
-    return segment.read(offset - segment.start, length);
+    return length > 0 ? { segment, length } : undefined; // length <= 0 only in a gap between segments, see open()
   }
 
   /**
@@ -260,20 +268,10 @@ export class Log {
    * @throws the same errors as {@link Log.read}
    */
   readRange(offset: number, maxBytes: number): FileRegion {
-    if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
-    const view = this.#segments.view;
-    const end = this.#visibleEnd;
-    const earliest = view[0]!.start;
-    if (!Number.isSafeInteger(offset) || offset < earliest || offset > end) {
-      throw new OffsetOutOfRangeError(this.topic, this.partition, offset, earliest, end);
-    }
-    if (offset === end || maxBytes === 0) return FileRegion.empty(offset);
-    const segment = view[findSegmentIndex(view, offset)]!;
-    const length = Math.min(maxBytes, Math.min(segment.end, end) - offset);
-    if (length <= 0) return FileRegion.empty(offset);
-    segment.pin();
-    return new FileRegion(segment, offset, offset - segment.start, length);
+    const range = this.#locate(offset, maxBytes);
+    if (range === undefined) return FileRegion.empty(offset);
+    range.segment.pin();
+    return new FileRegion(range.segment, offset, offset - range.segment.start, range.length);
   }
 
   /**
