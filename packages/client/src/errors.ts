@@ -120,3 +120,25 @@ export class MessageTooLargeError extends KlogError {
     );
   }
 }
+
+/**
+ * The compressed message set at `offset` decompresses to more than the consumer's
+ * `maxDecompressedBytes` (the guard against decompression bombs, docs/format.md §2b). Raise the
+ * cap to read it, if the data is trusted.
+ */
+export class DecompressedTooLargeError extends KlogError {
+  override readonly name: string = 'DecompressedTooLargeError';
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    /** Offset of the compressed message (the wrapper). */
+    readonly offset: number,
+    /** The consumer's cap on the bytes one fetch decompresses. */
+    readonly maxDecompressedBytes: number,
+  ) {
+    super(
+      `compressed message at offset ${offset} of topic ${topic} partition ${partition} decompresses to more than ` +
+        `${maxDecompressedBytes} bytes (maxDecompressedBytes); not delivered`,
+    );
+  }
+}

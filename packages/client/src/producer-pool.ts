@@ -8,14 +8,32 @@
  * Acknowledgements (`acks`): 0 sends MULTIPRODUCE requests, which get no response, as in the
  * paper; 1 and 2 send PRODUCE_ACK requests, answered once the broker appended the messages (1)
  * or appended and flushed them (2), and report each record's offset.
+ *
+ * Metadata (`stampMetadata`, docs/format.md §2a): each message carries the record's key, its
+ * creation time and this host in a header. Off by default: a plain message is 10 bytes of
+ * overhead and readable by any Kafka 0.7 client.
+ *
+ * Compression (`compression: 'gzip'`, docs/format.md §2b): each partition's batch becomes one
+ * gzip wrapper message, compressed in zlib's thread pool; requests to a broker still go out in
+ * the order their batches were sent. Every record of a wrapper is acknowledged with the
+ * wrapper's offset, and `nextOffset` is the wrapper's offset except for its last record, whose
+ * `nextOffset` is the wrapper's end (what a consumer reports for the same messages).
  */
+import { hostname } from 'node:os';
 import {
   type AckLevelValue,
+  compressionCodecOf,
+  type CompressionType,
   decodeProduceAckResponse,
   encodeMessageSet,
+  encodeMessageSetWithHeaders,
   encodeMultiProduceRequest,
   encodeProduceAckRequest,
+  entrySizeInBytes,
   ErrorCode,
+  gzipMessageSet,
+  maxHeaderFieldBytes,
+  type MessageHeader,
   messageSizeInBytes,
   type PartitionMessages,
 } from '@klog/protocol';
@@ -58,7 +76,30 @@ export interface ProducerPoolOptions {
   readonly requestTimeoutMs?: number;
   /** Most ms to wait for a connection to open. Default 10,000. */
   readonly connectTimeoutMs?: number;
+  /**
+   * Write a metadata header in every message (docs/format.md §2a): the record's key (when it
+   * has one), its creation time (the record's `timestamp`, else the time of the send call) and
+   * {@link metadataHost}. Default false: plain messages, as a Kafka 0.7 client writes them.
+   */
+  readonly stampMetadata?: boolean;
+  /** With stampMetadata: the host name written in each message. Default `os.hostname()`. */
+  readonly metadataHost?: string;
+  /**
+   * `'gzip'`: send each partition's batch as one gzip message set (docs/format.md §2b);
+   * consumers decompress it. Default `'none'`.
+   */
+  readonly compression?: CompressionType;
   readonly logger?: Logger;
+}
+
+/** What the pool reads of a record besides its value (both producers' records have these fields). */
+export interface RecordFields {
+  /** Stored in the header with stampMetadata; a string is its UTF-8. */
+  readonly key?: Buffer | string;
+  /** Creation time in ms since the epoch, stored with stampMetadata. Default: the time of the send call. */
+  readonly timestamp?: number;
+  /** The producing host, stored with stampMetadata (e.g. a copied message's origin). Default: metadataHost. */
+  readonly host?: string;
 }
 
 /** What the pool knows of a record's partition: at least its topic and a partition number for messages. */
@@ -118,7 +159,9 @@ interface PartitionBatch {
   /** Reported in results and errors. */
   readonly meta: PartitionMeta;
   readonly payloads: Buffer[];
-  /** Encoded bytes of `payloads`. */
+  /** Headers parallel to `payloads`; undefined while no message of the batch has one. */
+  headers: Array<MessageHeader | undefined> | undefined;
+  /** Encoded bytes of `payloads` (uncompressed). */
   bytes: number;
   readonly placements: Placement[];
 }
@@ -134,6 +177,8 @@ interface BrokerState extends PooledBroker {
   readonly outstanding: Set<Promise<void>>;
   /** Set by retire(): no longer routed to; closes once its requests settle. */
   retired: boolean;
+  /** With compression: resolves once the last compressed request is written (keeps requests in order). */
+  writeChain: Promise<void>;
 }
 
 /** Connections, batches and acknowledgements for a producer (see the file comment). */
@@ -145,6 +190,10 @@ export class ProducerPool {
   private readonly requestTimeoutMs: number | undefined;
   private readonly connectTimeoutMs: number | undefined;
   private readonly logger: Logger | undefined;
+  private readonly stampMetadata: boolean;
+  private readonly metadataHost: string;
+  /** Codec of the wrapper (0: no compression). */
+  private readonly codec: number;
 
   /** Brokers by address. */
   private readonly brokers = new Map<string, BrokerState>();
@@ -160,7 +209,7 @@ export class ProducerPool {
   private asyncError: Error | undefined;
   private isClosed = false;
 
-  /** @throws RangeError for a bad batchSize, lingerMs, acks or maxInFlightBytes */
+  /** @throws RangeError for a bad batchSize, lingerMs, acks, maxInFlightBytes, compression or metadataHost */
   constructor(options: ProducerPoolOptions) {
     this.batchSize = options.batchSize ?? defaultBatchSize;
     this.lingerMs = options.lingerMs ?? defaultLingerMs;
@@ -169,6 +218,12 @@ export class ProducerPool {
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.logger = options.logger;
+    this.stampMetadata = options.stampMetadata ?? false;
+    this.metadataHost = options.metadataHost ?? hostname();
+    this.codec = compressionCodecOf(options.compression ?? 'none');
+    if (Buffer.byteLength(this.metadataHost, 'utf8') > maxHeaderFieldBytes) {
+      throw new RangeError(`metadataHost of ${Buffer.byteLength(this.metadataHost, 'utf8')} bytes is over ${maxHeaderFieldBytes}`);
+    }
     if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw new RangeError(`batchSize ${this.batchSize} must be an integer ≥ 1`);
     if (!Number.isFinite(this.lingerMs) || this.lingerMs < 0) throw new RangeError(`lingerMs ${this.lingerMs} must be ≥ 0`);
     if (this.acks !== 0 && this.acks !== 1 && this.acks !== 2) throw new RangeError(`acks ${String(this.acks)} must be 0, 1 or 2`);
@@ -193,6 +248,7 @@ export class ProducerPool {
         lingerTimer: undefined,
         outstanding: new Set(),
         retired: false,
+        writeChain: Promise.resolve(),
       };
       this.brokers.set(address, b);
     }
@@ -231,10 +287,18 @@ export class ProducerPool {
    * in a batch (waiting first while maxInFlightBytes are batched or in flight), with each
    * target's meta; with acks 1 or 2 resolves once every record is acknowledged, with its
    * offsets. Records to one partition keep their order.
-   * @throws KlogError when the pool closes meanwhile; KlogBrokerError or KlogConnectionError
-   *   from an acknowledgement (acks 1-2)
+   * @param records parallel to `payloads`: each record's key and timestamp (written with stampMetadata)
+   * @throws RangeError (before anything is batched) for a key or host over 65535 bytes or a
+   *   timestamp that is not a safe integer with stampMetadata, or a timestamp or host without it; KlogError when
+   *   the pool closes meanwhile; KlogBrokerError or KlogConnectionError from an
+   *   acknowledgement (acks 1-2)
    */
-  async send<M extends PartitionMeta>(targets: readonly PartitionTarget<M>[], payloads: readonly Buffer[]): Promise<SendResult<M>[]> {
+  async send<M extends PartitionMeta>(
+    targets: readonly PartitionTarget<M>[],
+    payloads: readonly Buffer[],
+    records: readonly RecordFields[],
+  ): Promise<SendResult<M>[]> {
+    const headers = this.headersOf(records);
     let call: SendCall | undefined;
     let acked: Promise<unknown[]> | undefined;
     if (this.acks !== 0 && payloads.length > 0) {
@@ -245,7 +309,7 @@ export class ProducerPool {
     for (let i = 0; i < payloads.length; i++) {
       while (this.inFlightBytes >= this.maxInFlightBytes) await this.waitForRoom();
       if (this.isClosed) throw new KlogError('producer closed while sending');
-      this.append(targets[i]!, payloads[i]!, call, i);
+      this.append(targets[i]!, payloads[i]!, headers?.[i], call, i);
     }
     if (acked) return (await acked) as SendResult<M>[];
     return targets.map((t) => t.meta);
@@ -283,17 +347,38 @@ export class ProducerPool {
     }
   }
 
-  private append(target: PartitionTarget<PartitionMeta>, payload: Buffer, call: SendCall | undefined, index: number): void {
+  /** The header of each record with stampMetadata, else undefined (checking that no record has a timestamp). */
+  private headersOf(records: readonly RecordFields[]): MessageHeader[] | undefined {
+    if (!this.stampMetadata) {
+      const i = records.findIndex((r) => r.timestamp !== undefined || r.host !== undefined);
+      if (i >= 0) throw new RangeError(`record ${i}: a timestamp or host is stored only with stampMetadata`);
+      return undefined;
+    }
+    const now = Date.now();
+    return records.map((r, i) => {
+      const key = r.key === undefined ? undefined : toBuffer(r.key);
+      if (key !== undefined && key.length > maxHeaderFieldBytes) throw new RangeError(`record ${i}: key of ${key.length} bytes is over ${maxHeaderFieldBytes}`);
+      const timestamp = r.timestamp ?? now;
+      if (!Number.isSafeInteger(timestamp)) throw new RangeError(`record ${i}: timestamp ${timestamp} must be an integer (ms since the epoch)`);
+      const host = r.host ?? this.metadataHost;
+      if (r.host !== undefined && Buffer.byteLength(host, 'utf8') > maxHeaderFieldBytes) throw new RangeError(`record ${i}: host of over ${maxHeaderFieldBytes} bytes`);
+      return key === undefined ? { timestamp, host } : { key, timestamp, host };
+    });
+  }
+
+  private append(target: PartitionTarget<PartitionMeta>, payload: Buffer, header: MessageHeader | undefined, call: SendCall | undefined, index: number): void {
     // Every PooledBroker is a BrokerState made by broker().
     const b = target.broker as BrokerState;
     const key = `${target.meta.topic}\0${target.brokerPartition}`;
     let batch = b.batches.get(key);
     if (!batch) {
-      batch = { topic: target.meta.topic, brokerPartition: target.brokerPartition, meta: target.meta, payloads: [], bytes: 0, placements: [] };
+      batch = { topic: target.meta.topic, brokerPartition: target.brokerPartition, meta: target.meta, payloads: [], headers: undefined, bytes: 0, placements: [] };
       b.batches.set(key, batch);
     }
-    const size = messageSizeInBytes(payload.length);
+    const size = header === undefined ? messageSizeInBytes(payload.length) : entrySizeInBytes({ value: payload, header });
     if (call) batch.placements.push({ call, index, position: batch.bytes, size });
+    if (header !== undefined) (batch.headers ??= new Array<MessageHeader | undefined>(batch.payloads.length)).push(header);
+    else batch.headers?.push(undefined);
     batch.payloads.push(payload);
     batch.bytes += size;
     b.batchedMessages++;
@@ -320,21 +405,38 @@ export class ProducerPool {
     const sets: PartitionMessages[] = batches.map((b) => ({
       topic: b.topic,
       partition: b.brokerPartition,
-      messages: encodeMessageSet(b.payloads),
+      messages: b.headers === undefined ? encodeMessageSet(b.payloads) : encodeMessageSetWithHeaders(b.payloads.map((value, i) => ({ value, header: b.headers![i] }))),
     }));
     const bytes = batches.reduce((n, b) => n + b.bytes, 0);
+    const compressed = this.codec !== 0;
+    const write = (ready: PartitionMessages[]): Promise<void> =>
+      this.acks === 0
+        ? broker.connection.send(encodeMultiProduceRequest(ready))
+        : broker.connection
+            .request(encodeProduceAckRequest({ acks: this.acks as AckLevelValue, partitions: ready }))
+            .then((res) => settleAcks(broker.address, batches, compressed, res.errorCode, () => decodeProduceAckResponse(res.body)));
+    let written: Promise<void>;
+    if (!compressed) {
+      written = write(sets);
+    } else {
+      // Compress in parallel, write in order: each request is written once the one before it is.
+      const ready = Promise.all(sets.map(async (s) => ({ ...s, messages: await gzipMessageSet(s.messages) })));
+      const issued = broker.writeChain.then(() => ready).then((r) => ({ done: write(r) }));
+      broker.writeChain = issued.then(
+        () => undefined,
+        () => undefined,
+      );
+      written = issued.then((r) => r.done);
+    }
     const done =
       this.acks === 0
-        ? broker.connection.send(encodeMultiProduceRequest(sets)).catch((e: Error) => {
+        ? written.catch((e: Error) => {
             this.logger?.warn({ broker: broker.address, err: e.message }, 'produce request failed');
             this.asyncError ??= e;
           })
-        : broker.connection
-            .request(encodeProduceAckRequest({ acks: this.acks as AckLevelValue, partitions: sets }))
-            .then((res) => settleAcks(broker.address, batches, res.errorCode, () => decodeProduceAckResponse(res.body)))
-            .catch((e: Error) => {
-              for (const b of batches) for (const p of b.placements) failCall(p.call, e);
-            });
+        : written.catch((e: Error) => {
+            for (const b of batches) for (const p of b.placements) failCall(p.call, e);
+          });
     const tracked = done.finally(() => {
       this.outstanding.delete(tracked);
       broker.outstanding.delete(tracked);
@@ -360,6 +462,7 @@ export class ProducerPool {
 function settleAcks(
   address: string,
   batches: readonly PartitionBatch[],
+  compressed: boolean,
   errorCode: number,
   decode: () => ReturnType<typeof decodeProduceAckResponse>,
 ): void {
@@ -389,15 +492,17 @@ function settleAcks(
       for (const p of b.placements) failCall(p.call, e);
       continue;
     }
-    for (const p of b.placements) {
-      if (p.call.settled) continue;
-      const offset = r.offset + p.position;
-      p.call.results[p.index] = { ...b.meta, offset, nextOffset: offset + p.size };
+    b.placements.forEach((p, i) => {
+      if (p.call.settled) return;
+      // A wrapper's records all sit at its offset; only the last one moves past it (see the file comment).
+      const offset = compressed ? r.offset : r.offset + p.position;
+      const nextOffset = compressed ? (i === b.placements.length - 1 ? r.nextOffset : r.offset) : offset + p.size;
+      p.call.results[p.index] = { ...b.meta, offset, nextOffset };
       if (--p.call.remaining === 0) {
         p.call.settled = true;
         p.call.resolve(p.call.results);
       }
-    }
+    });
   }
 }
 

@@ -7,8 +7,9 @@
  * its partitions of the topic (its METADATA answer), so with brokers A (2 partitions) and B (3),
  * partitions 0-1 are A's 0-1 and partitions 2-4 are B's 0-2.
  *
- * Batching, acknowledgements (`acks` 0, 1, 2) and the bound on bytes in flight are the
- * {@link ProducerPool}'s, shared with {@link ZkProducer}.
+ * Batching, acknowledgements (`acks` 0, 1, 2), the bound on bytes in flight, message metadata
+ * (`stampMetadata`) and compression (`compression: 'gzip'`) are the {@link ProducerPool}'s,
+ * shared with {@link ZkProducer}.
  */
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
 import { KlogBrokerError, KlogError } from './errors.js';
@@ -21,8 +22,15 @@ export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes, 
 export interface ProducerRecord {
   /** The message payload; a string is sent as its UTF-8 bytes. */
   readonly value: Buffer | string;
-  /** Chooses the partition through the producer's partitioner when `partition` is absent. Not stored in the message. */
+  /**
+   * Chooses the partition through the producer's partitioner when `partition` is absent; stored in
+   * the message with {@link ProducerOptions.stampMetadata}. At most 65535 bytes then.
+   */
   readonly key?: Buffer | string;
+  /** Creation time, ms since the epoch, stored with stampMetadata (default: the time of the send call). Only with stampMetadata. */
+  readonly timestamp?: number;
+  /** The producing host stored with stampMetadata (default: the producer's metadataHost), e.g. to keep a copied message's origin. Only with stampMetadata. */
+  readonly host?: string;
   /** The partition (0..N-1 over the broker list) to send to; overrides `key`. */
   readonly partition?: number;
 }
@@ -116,7 +124,7 @@ export class Producer {
    * Records sent to one partition keep their order.
    * @returns one RecordMetadata per record, in the order given
    * @throws ProtocolError (InvalidTopic) for a bad topic name; RangeError for a partition outside
-   *   0..N-1; KlogConnectionError or KlogBrokerError from the metadata request, from an
+   *   0..N-1, or a key or timestamp that cannot be stored (see ProducerPool.send); KlogConnectionError or KlogBrokerError from the metadata request, from an
    *   acknowledgement (acks 1-2), or (acks 0) a failure of an earlier fire-and-forget request
    */
   async send(topic: string, records: readonly ProducerRecord[]): Promise<RecordMetadata[]> {
@@ -137,6 +145,7 @@ export class Producer {
     return this.pool.send(
       targets,
       records.map((r) => toBuffer(r.value)),
+      records,
     );
   }
 

@@ -6,21 +6,36 @@
  * `offset + 4 + length`. A fetch returns the whole messages of the set the broker sent and drops
  * a trailing partial one; {@link SimpleConsumer.messages} follows the log, long-polls at its end,
  * and grows its fetch size when the next message is larger than it.
+ *
+ * Messages are handed out as the application wrote them (docs/format.md §2a-§2b): a metadata
+ * header is split off into `key`, `timestamp` and `host`, and a gzip wrapper is decompressed
+ * into its inner messages. Every inner message has the wrapper's offset; its `nextOffset` is
+ * the wrapper's offset too, except for the last inner message, whose `nextOffset` is the
+ * wrapper's end. Resuming from a `nextOffset` therefore never skips a message: after a part of
+ * a wrapper it starts at the wrapper again and hands out the whole of it (at-least-once).
+ * Decompression is capped by `maxDecompressedBytes` per fetch, against decompression bombs.
  */
 import {
+  CompressionCodec,
   decodeFetchResponse,
+  decompressWrapper,
   decodeOffsetsResponse,
   encodeFetchRequest,
   encodeOffsetsRequest,
   ErrorCode,
+  hasHeaderAttribute,
+  iterateInnerMessageSet,
   iterateMessageSet,
   lengthFieldBytes,
+  type Message,
+  messageCodec,
   OffsetTime,
   ProtocolError,
+  readMessageHeader,
   validateTopic,
 } from '@klog/protocol';
 import { Connection } from './connection.js';
-import { KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError } from './errors.js';
+import { DecompressedTooLargeError, KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError } from './errors.js';
 
 /** Options of a {@link SimpleConsumer}. */
 export interface SimpleConsumerOptions {
@@ -32,6 +47,13 @@ export interface SimpleConsumerOptions {
   readonly requestTimeoutMs?: number;
   /** Most ms to wait for a connection to open. Default 10,000. */
   readonly connectTimeoutMs?: number;
+  /**
+   * Most bytes one fetch may decompress (its gzip message sets together), the guard against
+   * decompression bombs. A fetch stops before a wrapper that would go over it (the next fetch
+   * starts there); a single wrapper larger than it is a {@link DecompressedTooLargeError}.
+   * Default 4 × maxFetchBytes.
+   */
+  readonly maxDecompressedBytes?: number;
 }
 
 /** A fetch of `(topic, partition, offset, maxBytes)`. */
@@ -48,12 +70,21 @@ export interface FetchOptions {
 
 /** One message received. */
 export interface ConsumedMessage {
-  /** Byte offset of the message in its partition. */
+  /** Byte offset of the message in its partition (of its wrapper, for a message of a compressed set). */
   readonly offset: number;
-  /** Byte offset of the next message: `offset + 4 + length`. */
+  /**
+   * Where to resume to get every message after this one: `offset + 4 + length`; for a message of
+   * a compressed set, the wrapper's offset, or the wrapper's end for its last message.
+   */
   readonly nextOffset: number;
-  /** The message body: a view on the received bytes, not a copy. */
+  /** The application's bytes (the value; any metadata header split off): a view on the received or decompressed bytes, not a copy. */
   readonly payload: Buffer;
+  /** The key stored in the message's metadata header, if any. */
+  readonly key?: Buffer;
+  /** The creation time (ms since the epoch) stored in the message's metadata header, if any. */
+  readonly timestamp?: number;
+  /** The producing host stored in the message's metadata header, if any. */
+  readonly host?: string;
 }
 
 /** What a fetch returned. */
@@ -89,6 +120,8 @@ export interface MessagesOptions {
 
 /** Default cap on one fetch, in bytes. */
 export const defaultMaxFetchBytes = 16 * 1024 * 1024;
+/** Default maxDecompressedBytes, as a multiple of maxFetchBytes. */
+export const defaultDecompressedBytesPerFetchByte = 4;
 /** Default bytes per fetch of the iterators. */
 export const defaultFetchBytes = 1024 * 1024;
 /** Default long-poll wait of the iterators, in ms. */
@@ -104,13 +137,19 @@ export class SimpleConsumer {
   readonly broker: string;
   /** The largest fetch this consumer makes, in bytes. */
   readonly maxFetchBytes: number;
+  /** Most bytes one fetch decompresses. */
+  readonly maxDecompressedBytes: number;
   private readonly connection: Connection;
 
-  /** @throws RangeError when maxFetchBytes is not a positive integer */
+  /** @throws RangeError when maxFetchBytes or maxDecompressedBytes is not a positive integer */
   constructor(options: SimpleConsumerOptions) {
     this.maxFetchBytes = options.maxFetchBytes ?? defaultMaxFetchBytes;
     if (!Number.isInteger(this.maxFetchBytes) || this.maxFetchBytes < 1 || this.maxFetchBytes > 0x7fffffff) {
       throw new RangeError(`maxFetchBytes ${this.maxFetchBytes} must be an integer in 1..2^31-1`);
+    }
+    this.maxDecompressedBytes = options.maxDecompressedBytes ?? defaultDecompressedBytesPerFetchByte * this.maxFetchBytes;
+    if (!Number.isSafeInteger(this.maxDecompressedBytes) || this.maxDecompressedBytes < 1) {
+      throw new RangeError(`maxDecompressedBytes ${this.maxDecompressedBytes} must be a positive integer`);
     }
     this.connection = new Connection({
       host: options.host,
@@ -128,8 +167,11 @@ export class SimpleConsumer {
    * @throws RangeError for maxBytes outside 1..maxFetchBytes or a negative offset;
    *   OffsetOutOfRangeError (with earliest and end) for an offset outside the partition;
    *   KlogBrokerError for any other error code, including InvalidMessageOffset (8) for an offset
-   *   inside a message and InvalidMessage (2) for a message that fails its checks here;
-   *   KlogConnectionError when the broker cannot be reached or does not answer in time
+   *   inside a message and InvalidMessage (2) for a message that fails its checks here (length,
+   *   magic, CRC, metadata header, a compressed set that does not decompress or holds an invalid
+   *   message, an unsupported codec); DecompressedTooLargeError when the first compressed set
+   *   decompresses to more than maxDecompressedBytes; KlogConnectionError when the broker
+   *   cannot be reached or does not answer in time
    */
   async fetch(f: FetchOptions): Promise<FetchResult> {
     const { topic, partition, offset, maxBytes } = f;
@@ -149,17 +191,48 @@ export class SimpleConsumer {
     const set = decoded.messages;
     const messages: ConsumedMessage[] = [];
     let nextOffset = offset;
+    /** Decompressed bytes left for this fetch. */
+    let budget = this.maxDecompressedBytes;
+    /** True when the fetch stopped before a wrapper that would go over the budget. */
+    let overBudget = false;
+    /** Messages of the whole messages decoded so far: what stays when the next turns out invalid. */
+    let whole = 0;
     try {
       for (const m of iterateMessageSet(set, offset)) {
-        messages.push({ offset: m.offset, nextOffset: m.nextOffset, payload: m.message.payload });
+        const { message } = m;
+        if ((message.attributes & (hasHeaderAttribute | CompressionCodec.Gzip | CompressionCodec.Snappy)) === 0) {
+          messages.push({ offset: m.offset, nextOffset: m.nextOffset, payload: message.payload });
+        } else if (messageCodec(message) === CompressionCodec.None) {
+          messages.push(consumed(m.offset, m.nextOffset, message));
+        } else {
+          const inner = await decompressWrapper(message, budget);
+          if (inner === undefined) {
+            // Over the budget: stop before this wrapper, unless it is the first (then it can never be read).
+            overBudget = messages.length > 0 || nextOffset > offset;
+            if (overBudget) break;
+            throw new DecompressedTooLargeError(topic, partition, m.offset, this.maxDecompressedBytes);
+          }
+          budget -= inner.length;
+          let last: ConsumedMessage | undefined;
+          for (const im of iterateInnerMessageSet(inner)) {
+            if (last) messages.push(last);
+            last = consumed(m.offset, m.offset, im);
+          }
+          if (last) messages.push({ ...last, nextOffset: m.nextOffset });
+        }
         nextOffset = m.nextOffset;
+        whole = messages.length;
       }
     } catch (e) {
       if (!(e instanceof ProtocolError)) throw e;
+      // The valid messages before the invalid one are delivered; the next fetch, from the
+      // invalid one, reports it.
+      messages.length = whole;
+      if (nextOffset > offset) return { messages, nextOffset, bytes: nextOffset - offset };
       throw new KlogBrokerError(ErrorCode.InvalidMessage, { ...where, offset: nextOffset }, `received an invalid message, not delivered: ${e.message}`);
     }
     const rest = nextOffset - offset;
-    if (set.length - rest >= lengthFieldBytes) {
+    if (!overBudget && set.length - rest >= lengthFieldBytes) {
       return { messages, nextOffset, bytes: set.length, partialMessageBytes: lengthFieldBytes + set.readInt32BE(rest) };
     }
     return { messages, nextOffset, bytes: set.length };
@@ -224,6 +297,11 @@ export class SimpleConsumer {
         yield r.messages;
         continue;
       }
+      if (r.nextOffset > offset) {
+        // Only compressed sets with no message inside: nothing to hand out, move past them.
+        offset = r.nextOffset;
+        continue;
+      }
       // No whole message: either the next one is larger than the fetch size, or there is nothing new.
       const needed = r.partialMessageBytes ?? (r.bytes > 0 ? size + 1 : 0);
       if (needed > size) {
@@ -242,6 +320,13 @@ export class SimpleConsumer {
   async close(): Promise<void> {
     await this.connection.close();
   }
+}
+
+/** A received message with its metadata header split off. @throws ProtocolError (InvalidMessage) for a bad header */
+function consumed(offset: number, nextOffset: number, message: Pick<Message, 'attributes' | 'payload'>): ConsumedMessage {
+  const { header, value } = readMessageHeader(message);
+  if (header === undefined) return { offset, nextOffset, payload: value };
+  return { offset, nextOffset, payload: value, ...header };
 }
 
 /** Resolves with what `p` resolves to, or with undefined once `signal` aborts (a later failure of `p` is then ignored). */

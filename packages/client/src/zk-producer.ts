@@ -2,8 +2,9 @@
  * The producer with ZooKeeper discovery (SPEC §5): finds the brokers and partitions of a topic
  * in the registry (`/brokers/ids`, `/brokers/topics/<topic>/<brokerId>`, SPEC §4), follows
  * brokers and topics as they come and go, and sends each record straight to the broker that
- * holds its partition. Batching, acknowledgements and the bound on bytes in flight are the
- * {@link ProducerPool}'s, as for the {@link Producer} over a static broker list.
+ * holds its partition. Batching, acknowledgements, the bound on bytes in flight, message
+ * metadata and compression are the {@link ProducerPool}'s, as for the {@link Producer} over a
+ * static broker list.
  *
  * Partitions are the (brokerId, partition) pairs of the topic sorted by broker id, then
  * partition (the order of the paper's Algorithm 1):
@@ -38,8 +39,15 @@ import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoo
 export interface ZkProducerRecord {
   /** The message payload; a string is sent as its UTF-8 bytes. */
   readonly value: Buffer | string;
-  /** Chooses the partition through the partitioner over the sorted (broker, partition) list. Not stored in the message. */
+  /**
+   * Chooses the partition through the partitioner over the sorted (broker, partition) list;
+   * stored in the message with {@link ZkProducerOptions.stampMetadata}. At most 65535 bytes then.
+   */
   readonly key?: Buffer | string;
+  /** Creation time, ms since the epoch, stored with stampMetadata (default: the time of the send call). Only with stampMetadata. */
+  readonly timestamp?: number;
+  /** The producing host stored with stampMetadata (default: the producer's metadataHost), e.g. to keep a copied message's origin. Only with stampMetadata. */
+  readonly host?: string;
   /** With `partition`: send to this broker's partition; overrides `key`. */
   readonly brokerId?: number;
   /** With `brokerId`: the partition number on that broker. */
@@ -165,7 +173,7 @@ export class ZkProducer {
    * @returns one ZkRecordMetadata per record, in the order given
    * @throws ProtocolError (InvalidTopic) for a bad topic name; PartitionUnavailableError for a
    *   keyed or named record whose partition's broker is down; RangeError for a named partition
-   *   the topic does not have; KlogError when no partition of the topic is live;
+   *   the topic does not have, or a key or timestamp that cannot be stored (see ProducerPool.send); KlogError when no partition of the topic is live;
    *   KlogConnectionError or KlogBrokerError from an acknowledgement (acks 1-2), or (acks 0)
    *   a failure of an earlier fire-and-forget request
    */
@@ -195,6 +203,7 @@ export class ZkProducer {
     return this.pool.send(
       targets,
       records.map((r) => toBuffer(r.value)),
+      records,
     );
   }
 

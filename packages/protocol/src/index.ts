@@ -1,8 +1,10 @@
 /**
- * @klog/protocol: klog's bytes. Messages and message sets (SPEC §1), request and response
- * codecs (SPEC §3), error codes. Pure: no I/O. docs/format.md documents every layout.
+ * @klog/protocol: klog's bytes. Messages and message sets (SPEC §1) with their metadata headers
+ * and gzip compression, request and response codecs (SPEC §3), error codes. No I/O.
+ * docs/format.md documents every layout.
  */
 export * from './codec.js';
+export * from './compression.js';
 export * from './errors.js';
 export * from './frame.js';
 export * from './message.js';

@@ -76,8 +76,11 @@ export type MessageCheck =
   | { readonly status: 'valid'; readonly size: number }
   /** The bytes end before the message does: fewer than 4 bytes, or fewer than `4 + length`. */
   | { readonly status: 'partial'; readonly size?: number }
-  /** The bytes cannot be a message: bad length, magic or CRC, or (`tooLarge`) over the size limit. */
-  | { readonly status: 'invalid'; readonly reason: string; readonly tooLarge?: boolean };
+  /**
+   * The bytes cannot be a message: bad length or magic, a bad CRC (`badCrc`: a whole message
+   * with a plausible header, damaged), or (`tooLarge`) over the size limit.
+   */
+  | { readonly status: 'invalid'; readonly reason: string; readonly tooLarge?: boolean; readonly badCrc?: boolean };
 
 /**
  * Checks the message that starts at `position` of `buf[0, end)` without allocating: length,
@@ -114,7 +117,7 @@ export function checkMessageAt(
     const stored = buf.readUInt32BE(position + 6);
     const actual = crc32Ieee(buf.subarray(position + messageOverheadBytes, position + size));
     if (stored !== actual) {
-      return { status: 'invalid', reason: `CRC mismatch: stored ${stored.toString(16)}, computed ${actual.toString(16)}` };
+      return { status: 'invalid', reason: `CRC mismatch: stored ${stored.toString(16)}, computed ${actual.toString(16)}`, badCrc: true };
     }
   }
   return { status: 'valid', size };

@@ -73,6 +73,12 @@ export function parseTopic(value: string): string {
   }
 }
 
+/** `none` or `gzip`. */
+export function parseCompression(value: string): 'none' | 'gzip' {
+  if (value === 'none' || value === 'gzip') return value;
+  throw new InvalidArgumentError('expected none or gzip.');
+}
+
 /** A non-empty string. */
 export function parseNonEmpty(value: string): string {
   if (value === '') throw new InvalidArgumentError('must not be empty.');

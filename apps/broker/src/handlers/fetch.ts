@@ -47,9 +47,10 @@ export function readFetch(ctx: BrokerContext, f: FetchRequest): FetchAnswer {
   try {
     const log = ctx.logs.getOrCreateLog(f.topic, f.partition);
     region = log.readRange(f.offset, f.maxBytes);
-    if (!startsAtMessage(region, f.maxBytes)) {
+    const bad = firstMessageError(region, f.maxBytes);
+    if (bad !== undefined) {
       region.release();
-      return { errorCode: ErrorCode.InvalidMessageOffset };
+      return { errorCode: bad };
     }
     ctx.metrics.bytesOut(f.topic, region.length);
     return { errorCode: ErrorCode.None, region };
@@ -62,21 +63,23 @@ export function readFetch(ctx: BrokerContext, f: FetchRequest): FetchAnswer {
 }
 
 /**
- * True when the region (read from a message boundary, or not) begins with a valid message, or
+ * Checks that the region (read from a message boundary, or not) begins with a valid message, or
  * with the head of a message too large for `maxBytes`. Segments hold whole messages, so a
  * partial first message in a region shorter than `maxBytes` means the offset was not a
  * boundary. Reads only the first message (its first 4 KiB, then the rest of it if larger).
+ * @returns undefined when it does; InvalidMessage for a whole message whose CRC is wrong (damage
+ *   on disk: never served); InvalidMessageOffset for anything else (not a message boundary)
  */
-function startsAtMessage(region: FileRegion, maxBytes: number): boolean {
-  if (region.length === 0) return true;
+function firstMessageError(region: FileRegion, maxBytes: number): ErrorCodeValue | undefined {
+  if (region.length === 0) return undefined;
   let head = region.read(0, firstReadBytes);
   let check = checkMessageAt(head, 0);
   if (check.status === 'partial' && check.size !== undefined && head.length < region.length && check.size > head.length) {
     head = region.read(0, check.size);
     check = checkMessageAt(head, 0);
   }
-  if (check.status === 'valid') return true;
-  return check.status === 'partial' && region.length === maxBytes;
+  if (check.status === 'valid' || (check.status === 'partial' && region.length === maxBytes)) return undefined;
+  return check.status === 'invalid' && check.badCrc === true ? ErrorCode.InvalidMessage : ErrorCode.InvalidMessageOffset;
 }
 
 /**

@@ -11,7 +11,7 @@
  * until the next rebalance instead of looping.
  */
 import type { ZkLogger } from '@klog/zk-registry';
-import { KlogConnectionError, MessageTooLargeError, OffsetOutOfRangeError } from '../errors.js';
+import { DecompressedTooLargeError, KlogConnectionError, MessageTooLargeError, OffsetOutOfRangeError } from '../errors.js';
 import { SimpleConsumer } from '../simple-consumer.js';
 import type { PartitionTopicInfo } from './message-stream.js';
 
@@ -24,12 +24,31 @@ export interface FetcherOptions {
   readonly fetchBytes: number;
   /** Largest fetch, in bytes. */
   readonly maxFetchBytes: number;
+  /** Most bytes one fetch decompresses. */
+  readonly maxDecompressedBytes: number;
   /** Long-poll wait per fetch at the log end, in ms. */
   readonly maxWaitMs: number;
   readonly autoOffsetReset: OffsetReset;
   readonly logger: ZkLogger;
-  /** Called with an error the application must see (a message larger than maxFetchBytes). */
+  /** Called with an error the application must see (a message larger than maxFetchBytes, a compressed set over maxDecompressedBytes). */
   readonly onFatal: (info: PartitionTopicInfo, error: Error) => void;
+  /** Called when OffsetOutOfRange moved a partition's fetch position (see {@link OffsetResetEvent}). */
+  readonly onOffsetReset?: ((event: OffsetResetEvent) => void) | undefined;
+}
+
+/**
+ * A fetch position that OffsetOutOfRange moved: `from` was outside the partition's
+ * `[earliest, end]` (deleted by retention when below `earliest`) and fetching goes on at `to`
+ * (undefined when the broker did not say; the fetcher then asks for the reset offset).
+ */
+export interface OffsetResetEvent {
+  readonly topic: string;
+  readonly brokerId: number;
+  readonly partition: number;
+  readonly from: number;
+  readonly to: number | undefined;
+  readonly earliest: number | undefined;
+  readonly end: number | undefined;
 }
 
 /** First delay after a failed fetch, in ms. */
@@ -65,7 +84,12 @@ export class BrokerFetcher {
     const { signal } = this.abort;
     const { logger } = this.options;
     const where = { topic: info.topic, brokerId: info.brokerId, partition: info.partition };
-    const consumer = new SimpleConsumer({ host: this.broker.host, port: this.broker.port, maxFetchBytes: this.options.maxFetchBytes });
+    const consumer = new SimpleConsumer({
+      host: this.broker.host,
+      port: this.broker.port,
+      maxFetchBytes: this.options.maxFetchBytes,
+      maxDecompressedBytes: this.options.maxDecompressedBytes,
+    });
     this.consumers.push(consumer);
     if (signal.aborted) return void consumer.close().catch(() => {});
     let retryDelayMs = 0;
@@ -108,14 +132,20 @@ export class BrokerFetcher {
             { ...where, offset: error.offset, earliest: error.earliest, end: error.end, resetTo: to, policy: this.options.autoOffsetReset },
             'offset out of range; applying the reset policy',
           );
+          try {
+            const from = error.offset ?? fetchOffset;
+            if (from !== undefined) this.options.onOffsetReset?.({ ...where, from, to, earliest: error.earliest, end: error.end });
+          } catch (err) {
+            logger.warn({ ...where, err }, 'onOffsetReset callback threw');
+          }
           // Queued messages of this partition precede the bad offset: only when none is
           // pending does the consumed offset (what a commit writes) move to the new start.
           if (info.consumedOffset === error.offset) info.consumedOffset = to;
           fetchOffset = to; // undefined (not reported): the next loop asks the broker (OFFSETS)
           continue;
         }
-        if (error instanceof MessageTooLargeError) {
-          logger.error({ ...where, err: error }, 'message larger than maxFetchBytes; partition stopped');
+        if (error instanceof MessageTooLargeError || error instanceof DecompressedTooLargeError) {
+          logger.error({ ...where, err: error }, `${error instanceof MessageTooLargeError ? 'message larger than maxFetchBytes' : 'compressed set larger than maxDecompressedBytes'}; partition stopped`);
           this.options.onFatal(info, error);
           return;
         }

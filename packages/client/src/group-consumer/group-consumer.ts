@@ -6,7 +6,8 @@
  *
  * One rebalance attempt:
  * 1. stop the fetchers and drop the messages fetched but not handed out;
- * 2. commit the consumed offsets (when `autoCommit`), then release every partition owned;
+ * 2. run `beforeRelease` (if given) and commit what it returns, commit the consumed offsets
+ *    (when `autoCommit`), then release every partition owned;
  * 3. read the live brokers, each subscribed topic's partitions and the group's consumers;
  * 4. compute this consumer's ranges and claim each partition (ephemeral owner node);
  * 5. if a partition is still owned by another consumer (it has not released it yet), release
@@ -17,7 +18,9 @@
  * Rebalances run one at a time; triggers that arrive meanwhile are folded into one more run.
  * Delivery is at-least-once: the committed offset of a partition is the offset after the last
  * message an iterator returned, committed on an interval, on {@link GroupConsumer.commitOffsets},
- * before a rebalance releases the partition and on close.
+ * before a rebalance releases the partition and on close. For a compressed message set that is
+ * the wrapper's offset until its last inner message is returned (see {@link GroupMessage.nextOffset}),
+ * so a consumer that stops inside a wrapper gets the whole wrapper again after a restart.
  *
  * ZooKeeper sessions: when the connection drops, the consumer stops fetching and drops what it
  * has not handed out at once (its ownership may vanish if the session expires), and starts again
@@ -44,8 +47,8 @@ import {
   type ZkWatch,
 } from '@klog/zk-registry';
 import { KlogError } from '../errors.js';
-import { defaultFetchBytes, defaultMaxFetchBytes, SimpleConsumer } from '../simple-consumer.js';
-import { BrokerFetcher, sleep, type OffsetReset } from './fetcher.js';
+import { defaultDecompressedBytesPerFetchByte, defaultFetchBytes, defaultMaxFetchBytes, SimpleConsumer } from '../simple-consumer.js';
+import { BrokerFetcher, sleep, type OffsetReset, type OffsetResetEvent } from './fetcher.js';
 import { MessageQueue, defaultQueuedChunksMax, type GroupMessage, type MessageStream, type PartitionTopicInfo } from './message-stream.js';
 import { assignPartitions, comparePartitions, type PartitionRef } from './rebalance.js';
 
@@ -67,6 +70,11 @@ export interface GroupConsumerConfig {
   fetchBytes?: number;
   /** Largest fetch, bytes; a larger message is an error the streams throw. Default 16 MiB. */
   maxFetchBytes?: number;
+  /**
+   * Most bytes one fetch decompresses (against decompression bombs); a single compressed set
+   * larger than this is a DecompressedTooLargeError the streams throw. Default 4 × maxFetchBytes.
+   */
+  maxDecompressedBytes?: number;
   /** Long-poll wait per fetch at the log end, ms. Default 500. */
   maxWaitMs?: number;
   /** ZooKeeper session timeout, ms: how long after a crash this consumer's partitions move. Default 6000. */
@@ -79,6 +87,22 @@ export interface GroupConsumerConfig {
   queuedChunksMax?: number;
   /** pino-compatible logger. Default: silent. */
   logger?: ZkLogger;
+  /**
+   * Called when a fetch met OffsetOutOfRange and `autoOffsetReset` moved the partition's
+   * position, e.g. retention deleted data from `from` up to `earliest` before it was consumed.
+   */
+  onOffsetReset?: (event: OffsetResetEvent) => void;
+  /**
+   * Called when partitions are about to be released (a rebalance or {@link GroupConsumer.close}),
+   * after the fetchers stopped (no message of them is handed out any more) and before the
+   * ownership goes: the application finishes what it holds of them and returns the positions
+   * to commit (as for {@link GroupConsumer.commitOffsets} with `processed`), committed before
+   * the release. The rebalance waits for it, so keep it bounded. A throw is logged and ignored.
+   */
+  beforeRelease?: (
+    partitions: readonly OwnedPartition[],
+    why: 'rebalance' | 'close',
+  ) => Promise<Iterable<Pick<GroupMessage, 'topic' | 'brokerId' | 'partition' | 'nextOffset'>> | undefined>;
 }
 
 /** A partition a consumer owns. */
@@ -125,7 +149,9 @@ export class GroupConsumer {
   /** This consumer's id in the group; its threads are `<consumerId>-<i>`. */
   readonly consumerId: string;
   private readonly groupId: string;
-  private readonly config: Required<Omit<GroupConsumerConfig, 'consumerId' | 'logger'>>;
+  private readonly config: Required<Omit<GroupConsumerConfig, 'consumerId' | 'logger' | 'onOffsetReset' | 'beforeRelease'>>;
+  private readonly onOffsetReset: GroupConsumerConfig['onOffsetReset'];
+  private readonly beforeRelease: GroupConsumerConfig['beforeRelease'];
   private readonly logger: ZkLogger;
 
   private zk: ZkClient | undefined;
@@ -160,6 +186,8 @@ export class GroupConsumer {
     this.groupId = checkGroup(config.groupId);
     this.consumerId = config.consumerId ?? newConsumerId(config.groupId);
     this.logger = config.logger ?? silentLogger;
+    this.onOffsetReset = config.onOffsetReset;
+    this.beforeRelease = config.beforeRelease;
     this.config = {
       zookeeper: config.zookeeper,
       groupId: config.groupId,
@@ -168,6 +196,7 @@ export class GroupConsumer {
       autoCommitIntervalMs: config.autoCommitIntervalMs ?? 1000,
       fetchBytes: config.fetchBytes ?? defaultFetchBytes,
       maxFetchBytes: config.maxFetchBytes ?? defaultMaxFetchBytes,
+      maxDecompressedBytes: config.maxDecompressedBytes ?? defaultDecompressedBytesPerFetchByte * (config.maxFetchBytes ?? defaultMaxFetchBytes),
       maxWaitMs: config.maxWaitMs ?? 500,
       zkSessionTimeoutMs: config.zkSessionTimeoutMs ?? 6000,
       rebalanceMaxRetries: config.rebalanceMaxRetries ?? 4,
@@ -181,6 +210,7 @@ export class GroupConsumer {
     positive('autoCommitIntervalMs', c.autoCommitIntervalMs);
     positive('fetchBytes', c.fetchBytes);
     positive('maxFetchBytes', c.maxFetchBytes);
+    positive('maxDecompressedBytes', c.maxDecompressedBytes);
     positive('zkSessionTimeoutMs', c.zkSessionTimeoutMs);
     positive('rebalanceMaxRetries', c.rebalanceMaxRetries);
     positive('queuedChunksMax', c.queuedChunksMax);
@@ -291,6 +321,7 @@ export class GroupConsumer {
     const zk = this.zk;
     if (zk) {
       try {
+        if (owned.length > 0) await this.finishBeforeRelease(owned, 'close');
         if (this.config.autoCommit && owned.length > 0) await this.commitOffsets();
         await this.release(owned);
         await this.consumers.unregisterConsumer(this.groupId, this.consumerId);
@@ -375,6 +406,7 @@ export class GroupConsumer {
     // 1-2: stop, commit, release.
     const previous = [...this.owned.values()];
     await this.stopFetchers();
+    if (previous.length > 0) await this.finishBeforeRelease(previous, 'rebalance');
     if (this.config.autoCommit && previous.length > 0) await this.commitOffsets();
     await this.release(previous);
     this.owned = new Map();
@@ -484,6 +516,19 @@ export class GroupConsumer {
     }
   }
 
+  /** Runs the `beforeRelease` callback and commits the positions it returns. */
+  private async finishBeforeRelease(partitions: readonly OwnedPartition[], why: 'rebalance' | 'close'): Promise<void> {
+    if (!this.beforeRelease) return;
+    let positions;
+    try {
+      positions = await this.beforeRelease(partitions.map(({ topic, brokerId, partition }) => ({ topic, brokerId, partition })), why);
+    } catch (err) {
+      this.logger.warn({ err, why }, 'beforeRelease callback failed; releasing without its commit');
+      return;
+    }
+    if (positions !== undefined) await this.commitOffsets(positions);
+  }
+
   private async release(partitions: readonly OwnedPartition[]): Promise<void> {
     for (const p of partitions) await this.ownership.release(this.groupId, p.topic, p);
   }
@@ -518,10 +563,12 @@ export class GroupConsumer {
       const fetcher = new BrokerFetcher(broker, infos, {
         fetchBytes: this.config.fetchBytes,
         maxFetchBytes: this.config.maxFetchBytes,
+        maxDecompressedBytes: this.config.maxDecompressedBytes,
         maxWaitMs: this.config.maxWaitMs,
         autoOffsetReset: this.config.autoOffsetReset,
         logger: this.logger,
         onFatal: (info, error) => info.queue.fail(error),
+        onOffsetReset: this.onOffsetReset,
       });
       fetcher.start();
       this.fetchers.push(fetcher);

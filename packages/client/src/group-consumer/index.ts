@@ -4,5 +4,5 @@
  */
 export * from './group-consumer.js';
 export * from './message-stream.js';
-export { type OffsetReset } from './fetcher.js';
+export { type OffsetReset, type OffsetResetEvent } from './fetcher.js';
 export * from './rebalance.js';

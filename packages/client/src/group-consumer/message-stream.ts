@@ -17,18 +17,28 @@ export interface GroupMessage {
   readonly brokerId: number;
   /** Partition number on that broker. */
   readonly partition: number;
-  /** Byte offset of the message in its partition. */
+  /** Byte offset of the message in its partition (of its wrapper, for a message of a compressed set). */
   readonly offset: number;
-  /** Byte offset of the message after it (`offset + 4 + length`): the offset committed once this one is consumed. */
+  /**
+   * The offset committed once this message is consumed: the message after it (`offset + 4 +
+   * length`); for a message of a compressed set, the wrapper's offset, or the wrapper's end for
+   * its last message, so that a commit never passes a wrapper not wholly handed out.
+   */
   readonly nextOffset: number;
-  /** The message body. */
+  /** The application's bytes (the value; any metadata header split off). */
   readonly payload: Buffer;
+  /** The key stored in the message's metadata header, if any. */
+  readonly key?: Buffer;
+  /** The creation time (ms since the epoch) stored in the message's metadata header, if any. */
+  readonly timestamp?: number;
+  /** The producing host stored in the message's metadata header, if any. */
+  readonly host?: string;
 }
 
 /**
  * A stream of messages of one topic (SPEC §4). Its iterators wait for new messages and end only
  * when the consumer is closed; they throw when the consumer fails (a rebalance that ran out of
- * retries, a message larger than `maxFetchBytes`). Several iterators over one stream share its
+ * retries, a message larger than `maxFetchBytes`, a compressed set larger than `maxDecompressedBytes`). Several iterators over one stream share its
  * messages (each message goes to one of them).
  */
 export interface MessageStream extends AsyncIterable<GroupMessage> {}
@@ -167,7 +177,7 @@ export class MessageQueue implements MessageStream {
     }
     const { info } = chunk;
     info.consumedOffset = m.nextOffset;
-    return {
+    const g: GroupMessage = {
       topic: info.topic,
       brokerId: info.brokerId,
       partition: info.partition,
@@ -175,6 +185,8 @@ export class MessageQueue implements MessageStream {
       nextOffset: m.nextOffset,
       payload: m.payload,
     };
+    if (m.key === undefined && m.timestamp === undefined && m.host === undefined) return g;
+    return { ...g, ...(m.key !== undefined && { key: m.key }), ...(m.timestamp !== undefined && { timestamp: m.timestamp }), ...(m.host !== undefined && { host: m.host }) };
   }
 
   private wakeRoom(): void {

@@ -1,6 +1,7 @@
 /**
  * `klog consume --zookeeper --group --topic`: consume as a member of a consumer group (SPEC §4,
- * §6). Prints payloads one per line on stdout until --max-messages, --idle-timeout-ms, SIGINT
+ * §6). Prints message values one per line on stdout (with `--print-key`, the key and a tab
+ * first) until --max-messages, --idle-timeout-ms, SIGINT
  * or SIGTERM, and commits, for each partition, the offset after the last message it printed.
  *
  * The positions committed are those of the messages written to stdout
@@ -26,6 +27,8 @@ export interface GroupConsumeOptions {
   maxFetchBytes: number;
   maxWaitMs: number;
   commitIntervalMs: number;
+  maxDecompressedBytes?: number;
+  printKey?: boolean;
 }
 
 
@@ -40,10 +43,12 @@ export async function consumeGroup(opts: GroupConsumeOptions): Promise<void> {
     fetchBytes: Math.min(opts.fetchBytes, opts.maxFetchBytes),
     maxFetchBytes: Math.max(opts.maxFetchBytes, opts.fetchBytes),
     maxWaitMs: opts.maxWaitMs,
+    ...(opts.maxDecompressedBytes !== undefined && { maxDecompressedBytes: opts.maxDecompressedBytes }),
     logger,
   });
   const out = new OutputWriter();
   const newline = Buffer.from('\n');
+  const tab = Buffer.from('\t');
   /** The last message printed of each partition, by `<brokerId>-<partition>`. */
   const printed = new Map<string, GroupMessage>();
   let count = 0;
@@ -91,7 +96,8 @@ export async function consumeGroup(opts: GroupConsumeOptions): Promise<void> {
     };
     const print = async (m: GroupMessage): Promise<void> => {
       // Queued in `out` synchronously, before the first await: a message counted is a message printed.
-      const written = Promise.all([out.write(m.payload), out.write(newline)]);
+      const parts = opts.printKey ? [...(m.key ? [m.key] : []), tab, m.payload, newline] : [m.payload, newline];
+      const written = Promise.all(parts.map((b) => out.write(b)));
       printed.set(`${m.brokerId}-${m.partition}`, m);
       armIdle();
       if (++count === opts.maxMessages) stop();

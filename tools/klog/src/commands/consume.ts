@@ -1,6 +1,7 @@
 /**
- * `klog consume`: the simple consumer (SPEC §3, §6). Prints payloads one per line on stdout
- * from a start offset, following the partition until it has --max-messages or nothing new
+ * `klog consume`: the simple consumer (SPEC §3, §6). Prints message values one per line on
+ * stdout (any metadata header split off, gzip message sets decompressed), with `--print-key`
+ * the key and a tab first (empty for a message without one), from a start offset, following the partition until it has --max-messages or nothing new
  * came for --idle-timeout-ms. With `--zookeeper --group` it consumes as a member of a consumer
  * group instead (see consume-group.ts).
  */
@@ -29,6 +30,8 @@ interface ConsumeOptions {
   maxFetchBytes: number;
   maxWaitMs: number;
   printOffsets?: boolean;
+  printKey?: boolean;
+  maxDecompressedBytes?: number;
   idleTimeoutMs?: number;
 }
 
@@ -52,7 +55,13 @@ export function registerConsume(program: Command): void {
     .option('--fetch-bytes <bytes>', 'bytes per fetch (grown for a larger message)', intParser(1, 2 ** 31 - 1, true), 1024 * 1024)
     .option('--max-fetch-bytes <bytes>', 'largest fetch; a larger message is an error', intParser(1, 2 ** 31 - 1, true), 16 * 1024 * 1024)
     .option('--max-wait-ms <ms>', 'long-poll wait per fetch at the log end', intParser(0, 2 ** 31 - 1), 1000)
-    .option('--print-offsets', 'prefix each line with the message offset and a tab')
+    .option(
+      '--max-decompressed-bytes <bytes>',
+      'most bytes one fetch may decompress (guard against gzip bombs; default 4 x --max-fetch-bytes)',
+      intParser(1, Number.MAX_SAFE_INTEGER, true),
+    )
+    .option('--print-offsets', 'simple mode: prefix each line with the message offset and a tab')
+    .option('--print-key', 'prefix each line with the message key and a tab (empty when the message has none)')
     .option('--idle-timeout-ms <ms>', 'exit 0 once no new message came for this long (default: wait for ever)', intParser(1))
     .action(async (opts: ConsumeOptions, command: Command) => {
       const given = (name: string): boolean => command.getOptionValueSource(name) === 'cli';
@@ -84,7 +93,11 @@ function parseGroupId(value: string): string {
 
 async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promise<void> {
   const logger = createLogger('klog-consume');
-  const consumer = new SimpleConsumer({ ...opts.broker, maxFetchBytes: Math.max(opts.maxFetchBytes, opts.fetchBytes) });
+  const consumer = new SimpleConsumer({
+    ...opts.broker,
+    maxFetchBytes: Math.max(opts.maxFetchBytes, opts.fetchBytes),
+    ...(opts.maxDecompressedBytes !== undefined && { maxDecompressedBytes: opts.maxDecompressedBytes }),
+  });
   const out = new OutputWriter();
   const stop = new AbortController();
   let idleTimer: NodeJS.Timeout | undefined;
@@ -108,6 +121,7 @@ async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promis
     logger.info({ broker: consumer.broker, topic, partition, offset }, 'consuming');
     armIdle();
     const newline = Buffer.from('\n');
+    const tab = Buffer.from('\t');
     const batches = consumer.messageBatches({
       topic,
       partition,
@@ -120,6 +134,10 @@ async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promis
       armIdle();
       for (const m of batch) {
         if (opts.printOffsets) await out.write(Buffer.from(`${m.offset}\t`));
+        if (opts.printKey) {
+          if (m.key) await out.write(m.key);
+          await out.write(tab);
+        }
         await out.write(m.payload);
         await out.write(newline);
         if (++printed === opts.maxMessages) break outer;

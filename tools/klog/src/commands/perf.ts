@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Command } from 'commander';
 import { type BrokerAddress, Producer, type ProducerRecord, type RecordMetadata, SimpleConsumer } from '@klog/client';
 import { createLogger } from '../logger.js';
-import { intParser, parseAcks, parseBroker, parseBrokerListOption, parseStartOffset, parseTopic, type StartOffset } from '../options.js';
+import { intParser, parseAcks, parseBroker, parseBrokerListOption, parseCompression, parseStartOffset, parseTopic, type StartOffset } from '../options.js';
 import { printLine } from '../output.js';
 import { rate } from '../rate.js';
 
@@ -21,6 +21,7 @@ interface PerfProduceOptions {
   lingerMs: number;
   partitions?: number;
   acks: 0 | 1 | 2;
+  compression: 'none' | 'gzip';
   json?: boolean;
 }
 
@@ -55,6 +56,7 @@ export function registerPerf(program: Command): void {
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
     .option('--partitions <n>', 'spread messages round-robin over partitions 0..n-1 (default: random over all)', intParser(1))
     .option('--acks <0|1|2>', '0: fire-and-forget, 1: appended, 2: flushed', parseAcks, 0)
+    .option('--compression <none|gzip>', 'send each batch as one gzip-compressed message set (the payloads are random bytes: no gain in size)', parseCompression, 'none')
     .option('--json', 'print one JSON object on stdout instead of a line on stderr')
     .action(async (opts: PerfProduceOptions) => perfProduce(opts));
   perf
@@ -78,6 +80,7 @@ async function perfProduce(opts: PerfProduceOptions): Promise<void> {
     batchSize: opts.batchSize,
     lingerMs: opts.lingerMs,
     acks: opts.acks,
+    compression: opts.compression,
     logger: createLogger('klog-perf'),
   });
   const payload = randomBytes(opts.size);
@@ -108,6 +111,7 @@ async function perfProduce(opts: PerfProduceOptions): Promise<void> {
       size: opts.size,
       batchSize: opts.batchSize,
       acks: opts.acks,
+      compression: opts.compression,
       partitions: opts.partitions ?? partitionCount,
     });
   } finally {

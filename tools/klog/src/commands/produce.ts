@@ -1,6 +1,8 @@
 /**
  * `klog produce`: one message per line of stdin or a file (SPEC §5, §6), sent with a Producer
  * over `--broker-list`, or with a ZkProducer that finds the brokers in `--zookeeper`.
+ * `--stamp-metadata` stores each line's key, creation time and this host in the message
+ * (docs/format.md §2a); `--compression gzip` sends gzip message sets (§2b).
  */
 import { createReadStream } from 'node:fs';
 import type { Command } from 'commander';
@@ -8,7 +10,7 @@ import { KlogError, Producer, type ProducerRecord, ZkProducer } from '@klog/clie
 import { parseZkConnect } from '../cluster.js';
 import { readLineGroups } from '../lines.js';
 import { createLogger } from '../logger.js';
-import { intParser, parseAcks, parseBrokerListOption, parseNonEmpty, parseTopic } from '../options.js';
+import { intParser, parseAcks, parseBrokerListOption, parseCompression, parseNonEmpty, parseTopic } from '../options.js';
 import { printLine } from '../output.js';
 import { rate } from '../rate.js';
 
@@ -22,6 +24,9 @@ interface ProduceOptions {
   batchSize: number;
   lingerMs: number;
   acks: 0 | 1 | 2;
+  compression: 'none' | 'gzip';
+  stampMetadata?: boolean;
+  host?: string;
 }
 
 /** Records handed to one Producer.send call. */
@@ -39,7 +44,14 @@ export function registerProduce(program: Command): void {
     .requiredOption('--topic <topic>', 'topic to send to', parseTopic)
     .option('--file <path>', 'read lines from this file instead of stdin')
     .option('--partition <n>', 'with --broker-list: send every message to this partition (default: by key, else random)', intParser(0))
-    .option('--key-separator <sep>', 'the text before the first <sep> of a line is its key (used for partitioning), the rest its payload', parseNonEmpty)
+    .option(
+      '--key-separator <sep>',
+      'the text before the first <sep> of a line is its key (used for partitioning, stored with --stamp-metadata), the rest its payload',
+      parseNonEmpty,
+    )
+    .option('--stamp-metadata', 'store the key, the creation time and the producing host in each message (default: plain messages)')
+    .option('--host <name>', 'with --stamp-metadata: the host name to store (default: this machine\'s)', parseNonEmpty)
+    .option('--compression <none|gzip>', 'send each batch as one gzip-compressed message set', parseCompression, 'none')
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
     .option('--acks <0|1|2>', '0: fire-and-forget, 1: wait until appended, 2: wait until flushed', parseAcks, 0)
@@ -60,8 +72,17 @@ async function produce(opts: ProduceOptions): Promise<void> {
   if (opts.zookeeper !== undefined && opts.partition !== undefined) {
     throw new KlogError('--partition applies to --broker-list; with --zookeeper messages go by key, else to a random live partition');
   }
+  if (opts.host !== undefined && !opts.stampMetadata) throw new KlogError('--host is stored only with --stamp-metadata');
   const logger = createLogger('klog-produce');
-  const settings = { batchSize: opts.batchSize, lingerMs: opts.lingerMs, acks: opts.acks, logger };
+  const settings = {
+    batchSize: opts.batchSize,
+    lingerMs: opts.lingerMs,
+    acks: opts.acks,
+    compression: opts.compression,
+    stampMetadata: opts.stampMetadata ?? false,
+    ...(opts.host !== undefined && { metadataHost: opts.host }),
+    logger,
+  };
   const producer: LineProducer =
     opts.zookeeper !== undefined
       ? new ZkProducer({ zookeeper: opts.zookeeper, ...settings })

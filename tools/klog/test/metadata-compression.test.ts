@@ -1,0 +1,113 @@
+/**
+ * `klog produce --stamp-metadata --compression gzip`, `klog consume --print-key` (simple and
+ * group mode) and `klog perf produce --compression gzip`, as child processes against real brokers.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startBroker, type Broker } from '@klog/broker';
+import { iterateMessageSet } from '@klog/protocol';
+import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const main = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function klog(args: string[], input = ''): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [main, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() });
+    });
+    child.stdin.on('error', () => {});
+    child.stdin.end(input);
+  });
+}
+
+describe('klog with metadata and gzip', () => {
+  let work: string;
+  let zookeeper: string;
+  let broker: Broker;
+  let address: string;
+  beforeAll(async () => {
+    await assertZooKeeperRunning();
+    zookeeper = testConnectString();
+    work = mkdtempSync(join(tmpdir(), 'klog-cli-gzip-'));
+    broker = await startBroker(
+      { logDir: join(work, 'logs'), host: '127.0.0.1', port: 0, brokerId: 0, zookeeper, numPartitions: 1, flushMessages: 1 },
+      pino({ level: 'silent' }),
+    );
+    address = `127.0.0.1:${broker.port}`;
+  });
+  afterAll(async () => {
+    await broker.close();
+    await removeChroot(zookeeper);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  /** Attributes of the messages stored in partition 0 of `topic`. */
+  function storedAttributes(topic: string): number[] {
+    const dir = join(work, 'logs', `${topic}-0`);
+    const file = readdirSync(dir).find((f) => f.endsWith('.kafka'))!;
+    return [...iterateMessageSet(readFileSync(join(dir, file)))].map((m) => m.message.attributes);
+  }
+
+  it('produce --stamp-metadata --compression gzip; consume prints values, --print-key the keys', async () => {
+    const input = 'k1|first\nk2|second\nthird\n';
+    const p = await klog(
+      ['produce', '--broker-list', address, '--topic', 'gz', '--partition', '0', '--key-separator', '|', '--stamp-metadata', '--host', 'cli-host', '--compression', 'gzip', '--acks', '1', '--linger-ms', '50'],
+      input,
+    );
+    expect(p.code, p.stderr).toBe(0);
+    expect(p.stderr).toMatch(/produced 3 messages/);
+    expect(storedAttributes('gz')).toEqual([1]);
+    const plain = await klog(['consume', '--broker', address, '--topic', 'gz', '--max-messages', '3']);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toBe('first\nsecond\nthird\n');
+    const keyed = await klog(['consume', '--broker', address, '--topic', 'gz', '--print-offsets', '--print-key', '--max-messages', '3']);
+    expect(keyed.stdout).toBe('0\tk1\tfirst\n0\tk2\tsecond\n0\t\tthird\n');
+    // Group mode: the same lines, keys first.
+    const group = await klog(['consume', '--zookeeper', zookeeper, '--group', 'readers', '--topic', 'gz', '--from-beginning', '--print-key', '--max-messages', '3']);
+    expect(group.code, group.stderr).toBe(0);
+    expect(group.stdout).toBe('k1\tfirst\nk2\tsecond\n\tthird\n');
+  });
+
+  it('plain produce stays plain; --host needs --stamp-metadata; --compression is checked', async () => {
+    const p = await klog(['produce', '--broker-list', address, '--topic', 'plain', '--partition', '0', '--key-separator', '|', '--acks', '1'], 'k|v\n');
+    expect(p.code, p.stderr).toBe(0);
+    expect(storedAttributes('plain')).toEqual([0]);
+    const c = await klog(['consume', '--broker', address, '--topic', 'plain', '--print-key', '--max-messages', '1']);
+    expect(c.stdout).toBe('\tv\n');
+    const host = await klog(['produce', '--broker-list', address, '--topic', 'plain', '--host', 'h']);
+    expect(host.code).not.toBe(0);
+    expect(host.stderr).toMatch(/--host is stored only with --stamp-metadata/);
+    const bad = await klog(['produce', '--broker-list', address, '--topic', 'plain', '--compression', 'snappy']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--compression.*expected none or gzip/);
+  });
+
+  it('perf produce --compression gzip, then perf consume reads every message', async () => {
+    const p = await klog(['perf', 'produce', '--broker-list', address, '--topic', 'perf-gz', '--messages', '5000', '--size', '100', '--batch-size', '100', '--compression', 'gzip', '--acks', '1', '--json']);
+    expect(p.code, p.stderr).toBe(0);
+    expect(JSON.parse(p.stdout)).toMatchObject({ messages: 5000, bytes: 500_000, compression: 'gzip' });
+    expect(new Set(storedAttributes('perf-gz'))).toEqual(new Set([1]));
+    const c = await klog(['perf', 'consume', '--broker', address, '--topic', 'perf-gz', '--messages', '5000', '--json']);
+    expect(c.code, c.stderr).toBe(0);
+    expect(JSON.parse(c.stdout)).toMatchObject({ messages: 5000, bytes: 500_000 });
+  });
+});
