@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { registerConsume } from './commands/consume.js';
 import { registerDumpLog } from './commands/dump-log.js';
 import { registerGroups } from './commands/groups.js';
+import { registerLoad } from './commands/load.js';
 import { registerOffsets } from './commands/offsets.js';
 import { registerPerf } from './commands/perf.js';
 import { registerProduce } from './commands/produce.js';
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   registerGroups(program);
   registerDumpLog(program);
   registerPerf(program);
+  registerLoad(program);
   return program;
 }
 

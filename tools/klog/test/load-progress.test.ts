@@ -1,0 +1,48 @@
+/** The progress display of `klog load`: a bar redrawn in place on a terminal, plain lines elsewhere. */
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { formatBytes, Progress } from '../src/load/progress.js';
+
+function sink(tty: boolean): Writable & { text: string; isTTY: boolean; columns: number } {
+  const s = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      s.text += chunk.toString();
+      done();
+    },
+  }) as Writable & { text: string; isTTY: boolean; columns: number };
+  s.text = '';
+  s.isTTY = tty;
+  s.columns = 120;
+  return s;
+}
+
+describe('load progress', () => {
+  it('draws a bar of bytes read on a terminal, with the partition lines above it', () => {
+    const s = sink(true);
+    const p = new Progress(4096, 2, s);
+    p.advance(1024);
+    expect(s.text).toMatch(/^\r\x1b\[K\[#{8}-{22}\]  25%  1\.0 KiB\/4\.0 KiB  0\/2 partitions  /);
+    p.partitionDone('events 0-0: 10 messages');
+    expect(s.text).toContain('\r\x1b[Kevents 0-0: 10 messages\n\r\x1b[K[');
+    expect(s.text).toMatch(/1\/2 partitions/);
+    p.finish();
+    expect(s.text.endsWith('\r\x1b[K')).toBe(true);
+  });
+
+  it('writes only the partition lines when not on a terminal', () => {
+    const s = sink(false);
+    const p = new Progress(4096, 2, s);
+    p.advance(4096);
+    p.partitionDone('events 0-0: 10 messages');
+    p.partitionDone('events 0-1: 0 messages');
+    p.finish();
+    expect(s.text).toBe('events 0-0: 10 messages\nevents 0-1: 0 messages\n');
+  });
+
+  it('formats sizes in binary units', () => {
+    expect(formatBytes(0)).toBe('0 B');
+    expect(formatBytes(1023)).toBe('1023 B');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatBytes(3 * 1024 ** 3)).toBe('3.0 GiB');
+  });
+});
