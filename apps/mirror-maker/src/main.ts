@@ -1,0 +1,88 @@
+#!/usr/bin/env node
+/**
+ * `klog-mirror-maker`: copies the selected topics of every `--source` cluster into the
+ * `--target` cluster (SPEC §6). SIGTERM and SIGINT finish what is in flight, commit what the
+ * target acknowledged and exit 0. Bad settings print one line on stderr and exit 2.
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { pino } from 'pino';
+import { ConfigError, parseIntSetting, readConfigFile, resolveConfig, type MirrorConfig } from './config.js';
+import { MirrorMaker } from './mirror-maker.js';
+
+const int = (flag: string, least = 0) => (v: string): number => {
+  try {
+    return parseIntSetting(v, flag, least);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+};
+const collect = (v: string, previous: string[] = []): string[] => [...previous, v];
+
+const program = new Command('klog-mirror-maker')
+  .description('klog mirror maker: copies topics from source clusters into a target cluster, at least once')
+  .option('--config <file>', 'properties or JSON file with the same settings (flags override it)')
+  .option('--source <zk-connect>', 'ZooKeeper connect string of a source cluster (repeat for more)', collect)
+  .option('--target <zk-connect>', 'ZooKeeper connect string of the target cluster')
+  .option('--group <id>', 'consumer group id used in every source cluster')
+  .option('--whitelist <regex>', 'copy the topics whose whole name matches (topics created later too)')
+  .option('--blacklist <regex>', 'copy every topic except those whose whole name matches')
+  .option('--num-streams <n>', 'streams (consumer threads) per selected topic in each source (default 1)', int('--num-streams', 1))
+  .option('--commit-interval-ms <ms>', 'commit acknowledged source offsets this often (default 1000)', int('--commit-interval-ms', 1))
+  .option('--stats-interval-ms <ms>', 'log rate and per-partition lag this often (default 10000)', int('--stats-interval-ms', 1))
+  .option('--release-flush-timeout-ms <ms>', 'most wait for in-flight messages before a rebalance releases partitions (default 10000)', int('--release-flush-timeout-ms'))
+  .option('--shutdown-timeout-ms <ms>', 'most wait for in-flight messages on shutdown (default 30000)', int('--shutdown-timeout-ms'))
+  .option('--max-in-flight-messages <n>', 'messages sent and not yet acknowledged, per source (default 5000)', int('--max-in-flight-messages', 1))
+  .option('--retry-backoff-ms <ms>', 'first wait before resending what the target did not acknowledge (default 200)', int('--retry-backoff-ms', 1))
+  .option('--retry-backoff-max-ms <ms>', 'longest wait between resends (default 5000)', int('--retry-backoff-max-ms', 1))
+  .option('--acks <n>', 'target acknowledgement: 1 appended, 2 appended and flushed (default 1)', int('--acks', 1))
+  .option('--batch-size <n>', 'producer batch size in messages (default 200)', int('--batch-size', 1))
+  .option('--linger-ms <ms>', 'producer linger (default 5)', int('--linger-ms'))
+  .option('--zk-session-timeout-ms <ms>', 'ZooKeeper session timeout (default 6000)', int('--zk-session-timeout-ms', 1))
+  .option('--rebalance-max-retries <n>', 'attempts of one source rebalance (default 10)', int('--rebalance-max-retries', 1))
+  .option('--rebalance-backoff-ms <ms>', 'wait between rebalance attempts (default 1000)', int('--rebalance-backoff-ms'))
+  .option('--auto-offset-reset <where>', 'start of a partition with no committed offset: smallest (default) or largest')
+  .option('--drop-one-in <n>', 'TESTING AID: drop one message in n instead of copying it (exercises audits); 0 off', int('--drop-one-in'))
+  .option('--log-level <level>', 'pino level (default info)')
+  .showHelpAfterError(false);
+
+async function main(): Promise<void> {
+  program.parse();
+  const o = program.opts<Record<string, unknown>>();
+  const settings: Partial<MirrorConfig> = o['config'] !== undefined ? readConfigFile(String(o['config'])) : {};
+  if (o['source'] !== undefined) settings.sources = o['source'] as string[];
+  const keys: (keyof MirrorConfig)[] = [
+    'target', 'group', 'whitelist', 'blacklist', 'numStreams', 'commitIntervalMs', 'statsIntervalMs', 'releaseFlushTimeoutMs',
+    'shutdownTimeoutMs', 'maxInFlightMessages', 'retryBackoffMs', 'retryBackoffMaxMs', 'acks', 'batchSize', 'lingerMs',
+    'zkSessionTimeoutMs', 'rebalanceMaxRetries', 'rebalanceBackoffMs', 'autoOffsetReset', 'dropOneIn',
+  ];
+  for (const k of keys) if (o[k] !== undefined) (settings as Record<string, unknown>)[k] = o[k];
+  // A whitelist flag replaces a blacklist from the file and the other way round.
+  if (o['whitelist'] !== undefined && o['blacklist'] === undefined) delete settings.blacklist;
+  if (o['blacklist'] !== undefined && o['whitelist'] === undefined) delete settings.whitelist;
+  const config = resolveConfig(settings);
+  const logger = pino({ name: 'klog-mirror-maker', level: typeof o['logLevel'] === 'string' ? o['logLevel'] : 'info' });
+  if (config.dropOneIn > 0) logger.warn({ dropOneIn: config.dropOneIn }, 'testing aid --drop-one-in is on: messages are deliberately lost');
+  const mirror = new MirrorMaker(config, logger);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight messages and committing');
+    mirror.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  await mirror.start();
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`klog-mirror-maker: ${message}\n`);
+  process.exit(err instanceof ConfigError ? 2 : 1);
+});
