@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-pnpm install --frozen-lockfile=false --reporter=silent
+pnpm install --frozen-lockfile --reporter=silent
 pnpm exec turbo run build --output-logs=errors-only
