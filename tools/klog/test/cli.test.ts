@@ -169,6 +169,8 @@ describe('klog', () => {
     expectOneLineError(await klog(['consume', '--broker', address, '--topic', 't', '--no-such-flag']), /unknown option '--no-such-flag'/);
     expectOneLineError(await klog(['consume', '--broker', address, '--topic', 't', '--offset', 'yesterday']), /--offset.*'yesterday' is invalid/);
     expectOneLineError(await klog(['produce', '--broker-list', address, '--topic', 't', '--acks', '3']), /--acks/);
+    // By default the broker's answer is awaited, so a rejected message is an error, not a silent loss.
+    expectOneLineError(await klog(['produce', '--broker-list', address, '--topic', 'too-big'], `small\n${'x'.repeat(1_500_000)}\n`), /MessageSizeTooLarge/);
     expectOneLineError(await klog(['produce', '--broker-list', 'localhost', '--topic', 't']), /broker-list.*host:port/);
     expectOneLineError(await klog(['consume', '--topic', 't']), /give --broker \(simple mode\) or --zookeeper and --group/);
     expectOneLineError(await klog(['consume', '--broker', address, '--topic', 'bad/topic']), /invalid topic name/);

@@ -54,7 +54,7 @@ export function registerProduce(program: Command): void {
     .option('--compression <none|gzip>', 'send each batch as one gzip-compressed message set', parseCompression, 'none')
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
-    .option('--acks <0|1|2>', '0: fire-and-forget, 1: wait until appended, 2: wait until flushed', parseAcks, 0)
+    .option('--acks <0|1|2>', '0: fire-and-forget (nothing reports a rejected message), 1: wait until appended, 2: wait until flushed', parseAcks, 1)
     .action(async (opts: ProduceOptions) => produce(opts));
 }
 
