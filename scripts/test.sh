@@ -19,7 +19,7 @@ find . -name 'test-results.json' -not -path '*/node_modules/*' -delete
 status=0
 pnpm exec turbo run lint --output-logs=errors-only || status=$?
 if [ "$status" -eq 0 ]; then
-  pnpm exec turbo run test --concurrency=1 --output-logs=full || status=$?
+  pnpm exec turbo run test --concurrency=1 --continue --output-logs=full || status=$?
 fi
-node scripts/test-summary.mjs || status=$?
+node scripts/test-summary.mjs "$status" || status=$?
 exit "$status"

@@ -57,10 +57,17 @@ declare module 'node-zookeeper-client' {
       sessionPassword?: Buffer;
     }
 
-    /** The connection manager is private to the library; klog tunes its reconnect delay. */
+    /**
+     * The connection manager is private to the library; klog tunes its reconnect delay and
+     * guards its frame parser (see `guardFrameParser` in zk-client.ts).
+     */
     interface ConnectionManager extends EventEmitter {
       spinDelay: number;
       socket?: Socket;
+      /** Bytes of a response frame not parsed yet. */
+      pendingBuffer: Buffer | null;
+      /** The socket 'data' handler; bound when each socket is created. */
+      onSocketData(buffer: Buffer): void;
     }
 
     interface Client extends EventEmitter {

@@ -365,6 +365,7 @@ export class ZkClient extends EventEmitter {
     };
     this.session = session;
     raw.on('state', (state: RawState) => this.onState(session, state));
+    guardFrameParser(raw.connectionManager, this.logger);
     // The library retries a lost connection by itself after a random delay below `spinDelay`;
     // growing that delay on every attempt turns its loop into a backoff.
     raw.connectionManager.on('state', (state: number) => {
@@ -986,4 +987,29 @@ export class ZkClient extends EventEmitter {
       if (stat === null) return sub.kind === 'children' ? [] : undefined;
     }
   }
+}
+
+/**
+ * node-zookeeper-client 1.1.3 keeps the unparsed tail of a response frame (`pendingBuffer`)
+ * across a reconnect, so the tail of a frame cut by a lost connection is glued to the first
+ * bytes of the next connection; the frame then does not parse, and the library throws from its
+ * socket 'data' handler, an uncaught exception that ends the process ("Unknown code: …").
+ * Here the tail is dropped whenever a new connection starts, and a frame that still does not
+ * parse is treated as a lost connection: the socket is destroyed and the library reconnects
+ * (the session, if still alive, is kept). Must run before `connect()`, which binds the handler.
+ */
+function guardFrameParser(cm: zookeeper.ConnectionManager, logger: ZkLogger): void {
+  const parse = cm.onSocketData;
+  cm.on('state', (state: number) => {
+    if (state === CONNECTION_MANAGER_CONNECTING) cm.pendingBuffer = null;
+  });
+  cm.onSocketData = function guardedOnSocketData(this: zookeeper.ConnectionManager, buffer: Buffer): void {
+    try {
+      parse.call(this, buffer);
+    } catch (err) {
+      this.pendingBuffer = null;
+      logger.warn({ err: (err as Error).message }, 'ZooKeeper sent a response that does not parse; reconnecting');
+      this.socket?.destroy();
+    }
+  };
 }
