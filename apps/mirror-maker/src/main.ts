@@ -63,6 +63,10 @@ async function main(): Promise<void> {
   const logger = pino({ name: 'klog-mirror-maker', level: typeof o['logLevel'] === 'string' ? o['logLevel'] : 'info' });
   if (config.dropOneIn > 0) logger.warn({ dropOneIn: config.dropOneIn }, 'testing aid --drop-one-in is on: messages are deliberately lost');
   const mirror = new MirrorMaker(config, logger);
+  mirror.onFatal = (err) => {
+    process.stderr.write(`klog-mirror-maker: ${err.message}\n`);
+    process.exit(1);
+  };
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;

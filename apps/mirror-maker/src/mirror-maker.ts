@@ -11,6 +11,10 @@ import type { MirrorConfig } from './config.js';
 import { SourceMirror } from './source-mirror.js';
 import type { TargetSender } from './target-sender.js';
 
+/** How often a running mirror checks that no source shares brokers with the target, in ms. */
+export const selfCheckIntervalMs = 2000;
+
+/** Mirrors every source cluster into the target cluster; see the file comment. */
 export class MirrorMaker {
   /** Writes plain messages, as they were in the source. */
   private readonly producer: ZkProducer;
@@ -18,6 +22,10 @@ export class MirrorMaker {
   private readonly stampedProducer: ZkProducer;
   private readonly sources: SourceMirror[];
   private closed = false;
+  /** Checks, every {@link selfCheckIntervalMs}, that no source has become the target. */
+  private selfCheck: NodeJS.Timeout | undefined;
+  /** Called once when the mirror stops on its own because of a fatal condition. */
+  onFatal: (err: Error) => void = () => {};
 
   constructor(
     readonly config: MirrorConfig,
@@ -42,25 +50,47 @@ export class MirrorMaker {
   /**
    * Starts every source. Refuses a source whose brokers are brokers of the target too (the same
    * cluster reached through another connect string): a cluster is never mirrored into itself.
+   * The check is repeated every {@link selfCheckIntervalMs} while running, since brokers may
+   * register after the start; then the mirror stops and `onFatal` is called.
    * @throws Error naming the source and the shared brokers
    */
   async start(): Promise<void> {
+    for (const s of this.sources) await s.start();
+    const shared = await this.sharedBrokers();
+    if (shared !== undefined) {
+      await this.close();
+      throw shared;
+    }
+    this.selfCheck = setInterval(() => {
+      void this.sharedBrokers().then(
+        async (err) => {
+          if (err === undefined || this.closed) return;
+          this.logger.error({ err: err.message }, 'stopping');
+          await this.close();
+          this.onFatal(err);
+        },
+        (err: unknown) => this.logger.debug({ err }, 'broker overlap check failed; will retry'),
+      );
+    }, selfCheckIntervalMs);
+    this.selfCheck.unref();
+    this.logger.info({ sources: this.config.sources, target: this.config.target, group: this.config.group, whitelist: this.config.whitelist, blacklist: this.config.blacklist }, 'mirror maker started');
+  }
+
+  /** The error naming a source that shares brokers with the target, or undefined when none does. */
+  private async sharedBrokers(): Promise<Error | undefined> {
     const target = new Set((await this.producer.brokers()).map((b) => `${b.host}:${b.port}`));
     for (const s of this.sources) {
-      await s.start();
       const shared = (await s.brokerAddresses()).filter((a) => target.has(a));
-      if (shared.length > 0) {
-        await this.close();
-        throw new Error(`source ${s.source} shares brokers ${shared.join(', ')} with the target: a cluster is never mirrored into itself`);
-      }
+      if (shared.length > 0) return new Error(`source ${s.source} shares brokers ${shared.join(', ')} with the target: a cluster is never mirrored into itself`);
     }
-    this.logger.info({ sources: this.config.sources, target: this.config.target, group: this.config.group, whitelist: this.config.whitelist, blacklist: this.config.blacklist }, 'mirror maker started');
+    return undefined;
   }
 
   /** Stops every source (each finishes and commits what the target acknowledged), then the producer. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.selfCheck);
     await Promise.all(this.sources.map((s) => s.close()));
     for (const p of [this.producer, this.stampedProducer]) await p.close().catch((err: unknown) => this.logger.warn({ err }, 'producer close failed'));
     this.logger.info('mirror maker stopped');

@@ -144,6 +144,7 @@ export interface Manifest {
   format: 'json' | 'raw';
   gzip: boolean;
   messages: number;
+  logBytes: number;
   gaps: { topic: string; brokerId: number; partition: number; from: number; to: number }[];
   partitions: ManifestPartition[];
 }

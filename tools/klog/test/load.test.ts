@@ -218,6 +218,9 @@ describe('klog load', () => {
     const gap00 = run2.manifest.gaps.find((g) => g.brokerId === 0 && g.partition === 0)!;
     expect(gap00.from).toBe(stored);
     expect(gap00.to).toBeGreaterThanOrEqual(earliest);
+    // Log bytes read: each partition's [from, to), the skipped range lying before `from`.
+    for (const p of run2.manifest.partitions) expect(p.logBytes, `${p.brokerId}-${p.partition}`).toBe(p.to - p.from);
+    expect(run2.manifest.logBytes).toBe(run2.manifest.partitions.reduce((n, p) => n + p.logBytes, 0));
     // What run 2 loaded is a suffix of each partition's messages: nothing out of order, nothing twice.
     const all = perPartition([...first, ...lost]);
     for (const [k, got] of perPartition(run2.messages)) {

@@ -364,7 +364,8 @@ async function loadPartition(
     await file?.abort();
     throw inPartition(plan, e);
   }
-  const logBytes = offset - plan.from - gaps.reduce((n, g) => n + (g.to - g.from), 0);
+  // The plan's gaps lie before `plan.from`; only those met while reading lie inside [from, offset).
+  const logBytes = offset - plan.from - gaps.slice(plan.gaps.length).reduce((n, g) => n + (g.to - g.from), 0);
   return {
     topic,
     brokerId,
