@@ -36,6 +36,7 @@ import {
 } from '@klog/protocol';
 import { Connection } from './connection.js';
 import { DecompressedTooLargeError, KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError } from './errors.js';
+import { sleep } from './sleep.js';
 
 /** Options of a {@link SimpleConsumer}. */
 export interface SimpleConsumerOptions {
@@ -353,21 +354,5 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promis
         else reject(e as Error);
       },
     );
-  });
-}
-
-/** Sleeps `ms`; resolves false early when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve(false);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

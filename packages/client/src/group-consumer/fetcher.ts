@@ -14,6 +14,7 @@ import type { ZkLogger } from '@klog/zk-registry';
 import { DecompressedTooLargeError, KlogConnectionError, MessageTooLargeError, OffsetOutOfRangeError } from '../errors.js';
 import { SimpleConsumer } from '../simple-consumer.js';
 import type { PartitionTopicInfo } from './message-stream.js';
+import { sleep } from '../sleep.js';
 
 /** Where a new partition starts when it has no valid committed offset (Kafka 0.7's `autooffset.reset`). */
 export type OffsetReset = 'smallest' | 'largest';
@@ -163,20 +164,4 @@ export class BrokerFetcher {
       ? consumer.earliestOffset(info.topic, info.partition)
       : consumer.latestOffset(info.topic, info.partition);
   }
-}
-
-/** Sleeps `ms`; resolves false early when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve(false);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

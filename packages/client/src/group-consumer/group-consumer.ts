@@ -48,7 +48,8 @@ import {
 } from '@klog/zk-registry';
 import { KlogError } from '../errors.js';
 import { defaultDecompressedBytesPerFetchByte, defaultFetchBytes, defaultMaxFetchBytes, SimpleConsumer } from '../simple-consumer.js';
-import { BrokerFetcher, sleep, type OffsetReset, type OffsetResetEvent } from './fetcher.js';
+import { BrokerFetcher, type OffsetReset, type OffsetResetEvent } from './fetcher.js';
+import { sleep } from '../sleep.js';
 import { MessageQueue, defaultQueuedChunksMax, type GroupMessage, type MessageStream, type PartitionTopicInfo } from './message-stream.js';
 import { assignPartitions, comparePartitions, type PartitionRef } from './rebalance.js';
 
