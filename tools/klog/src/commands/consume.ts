@@ -112,12 +112,7 @@ async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promis
   let printed = 0;
   try {
     const { topic, partition } = opts;
-    const offset =
-      opts.offset === 'earliest'
-        ? await consumer.earliestOffset(topic, partition)
-        : opts.offset === 'latest'
-          ? await consumer.latestOffset(topic, partition)
-          : opts.offset;
+    const offset = await startOffset(consumer, topic, partition, opts.offset);
     logger.info({ broker: consumer.broker, topic, partition, offset }, 'consuming');
     armIdle();
     const newline = Buffer.from('\n');
@@ -152,4 +147,14 @@ async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promis
     process.off('SIGTERM', onSignal);
     await consumer.close();
   }
+}
+
+/**
+ * The byte offset `--offset` names: the partition's earliest or latest (flushed end) offset, or
+ * the number given (SPEC §3 OFFSETS).
+ */
+export async function startOffset(consumer: SimpleConsumer, topic: string, partition: number, offset: 'earliest' | 'latest' | number): Promise<number> {
+  if (offset === 'earliest') return consumer.earliestOffset(topic, partition);
+  if (offset === 'latest') return consumer.latestOffset(topic, partition);
+  return offset;
 }

@@ -11,6 +11,7 @@ import { createLogger } from '../logger.js';
 import { intParser, parseAcks, parseBroker, parseBrokerListOption, parseCompression, parseStartOffset, parseTopic, type StartOffset } from '../options.js';
 import { printLine } from '../output.js';
 import { rate } from '../rate.js';
+import { startOffset } from './consume.js';
 
 interface PerfProduceOptions {
   brokerList: string;
@@ -129,12 +130,7 @@ async function perfConsume(opts: PerfConsumeOptions): Promise<void> {
   };
   try {
     const { topic, partition } = opts;
-    const offset =
-      opts.offset === 'earliest'
-        ? await consumer.earliestOffset(topic, partition)
-        : opts.offset === 'latest'
-          ? await consumer.latestOffset(topic, partition)
-          : opts.offset;
+    const offset = await startOffset(consumer, topic, partition, opts.offset);
     let messages = 0;
     let bytes = 0;
     let lastAt = process.hrtime.bigint();
