@@ -235,16 +235,36 @@ export function consumerOf(threadId: string): string {
   return threadId.slice(0, threadId.lastIndexOf('-'));
 }
 
+/** When each (group, topic) was first seen settled with its current owners, for {@link settled}. */
+const settledSince = new Map<string, { owners: string; since: number }>();
+/** How long the ownership must hold still before {@link settled} says so, in ms. */
+const settledStableMs = 1000;
+
 /**
  * True when every one of `partitions` has exactly one owner, every owner is a thread of a
- * consumer in `liveIds`, and the group's registry lists exactly `liveIds`.
+ * consumer in `liveIds`, the group's registry lists exactly `liveIds`, and all this has held
+ * with the same owners for {@link settledStableMs} (members may still run a rebalance for a
+ * change they saw late, releasing and claiming again). Meant to be polled.
  */
 export async function settled(zk: ZkClient, group: string, topic: string, partitions: readonly string[], liveIds: readonly string[]): Promise<boolean> {
+  const key = `${group}/${topic}`;
   const ids = await zk.getChildren(`/consumers/${group}/ids`);
-  if (ids.join(',') !== [...liveIds].sort().join(',')) return false;
   const own = await owners(zk, group, topic);
-  if ([...own.keys()].sort().join(',') !== [...partitions].sort().join(',')) return false;
-  return [...own.values()].every((t) => liveIds.includes(consumerOf(t)));
+  const ok =
+    ids.join(',') === [...liveIds].sort().join(',') &&
+    [...own.keys()].sort().join(',') === [...partitions].sort().join(',') &&
+    [...own.values()].every((t) => liveIds.includes(consumerOf(t)));
+  if (!ok) {
+    settledSince.delete(key);
+    return false;
+  }
+  const signature = JSON.stringify([...own].sort());
+  const seen = settledSince.get(key);
+  if (seen === undefined || seen.owners !== signature) {
+    settledSince.set(key, { owners: signature, since: Date.now() });
+    return false;
+  }
+  return Date.now() - seen.since >= settledStableMs;
 }
 
 /** Counts how often each value was received. */

@@ -75,12 +75,17 @@ describe('klog load killed with SIGKILL', () => {
       const before = readRuns(out).runs.length;
       const gzip = round % 2 === 1 ? ['--gzip'] : [];
 
-      // Even rounds: a kill at any time of the run. Odd rounds: once every partition is read,
-      // during the commit (each of its steps is slowed by the throttle).
+      // Even rounds: a kill at any time of the run, once it has begun (its temp dir exists; the
+      // time before that is process start-up). Odd rounds: once every partition is read, during
+      // the commit (each of its steps is slowed by the throttle).
       const inCommit = round % 2 === 1;
-      const delayMs = Math.floor(rand() * (inCommit ? 7 * throttleMs : runMs * 1.1));
+      const delayMs = Math.floor(rand() * (inCommit ? 7 * throttleMs : runMs * 0.6));
       const child = start([...args, ...gzip, '--throttle-ms', String(throttleMs)]);
       if (inCommit) await child.stderrLines(partitions);
+      else {
+        const t0 = Date.now();
+        while (readRuns(out).others.length === 0 && Date.now() - t0 < 10_000) await sleep(5);
+      }
       await sleep(delayMs);
       child.kill('SIGKILL');
       const r = await child.done;
