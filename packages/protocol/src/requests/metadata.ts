@@ -9,8 +9,7 @@
  * MetadataResponse => errorCode int16 | count int16 | count x (topic errorCode int16 partitions int32)
  * ```
  */
-import type { Decoder } from '../codec.js';
-import { validateTopic } from '../codec.js';
+import { type Decoder, validateTopic } from '../codec.js';
 import { ErrorCode, type ErrorCodeValue } from '../errors.js';
 import { encodeFrame, RequestType } from '../frame.js';
 import { readCount } from './produce.js';

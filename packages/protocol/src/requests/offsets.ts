@@ -7,11 +7,10 @@
  * OffsetsResponse => errorCode int16 | count int32 | count x offset int64   (newest first)
  * ```
  */
-import type { Decoder } from '../codec.js';
+import { type Decoder, validateTopic } from '../codec.js';
 import { ErrorCode, ProtocolError } from '../errors.js';
 import { encodeFrame, RequestType } from '../frame.js';
 import { readPartition } from './produce.js';
-import { validateTopic } from '../codec.js';
 
 /** Special `time` values of an OFFSETS request. */
 export const OffsetTime = { Latest: -1, Earliest: -2 } as const;
