@@ -23,9 +23,12 @@
  * | `rebalance.max.retries` / `rebalance.backoff.ms` | rebalanceMaxRetries / rebalanceBackoffMs |
  * | `auto.offset.reset` | autoOffsetReset |
  * | `drop.one.in` | dropOneIn |
+ * | `audit.window.ms` (0: no audit) / `audit.topic` | auditWindowMs / auditTopic |
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseProperties } from 'dot-properties';
+import { defaultAuditTopic, defaultAuditWindowMs, minAuditWindowMs } from '@klog/client';
+import { validateTopic } from '@klog/protocol';
 import { parseConnectString } from '@klog/zk-registry';
 
 /** A setting that cannot be used; the message names it and the value seen. */
@@ -77,6 +80,13 @@ export interface MirrorConfig {
   autoOffsetReset: 'smallest' | 'largest';
   /** Testing aid: drop one message in this many instead of sending it (and commit past it). 0: off. */
   dropOneIn: number;
+  /**
+   * Window of the audit counts the mirror publishes to the target's audit topic (tier
+   * `mirror`, docs/audit.md), ms; default 10 minutes; 0 turns the audit off.
+   */
+  auditWindowMs: number;
+  /** The audit topic: never mirrored, counts published to it in the target; default `__audit`. */
+  auditTopic: string;
 }
 
 export const defaultMirrorConfig = {
@@ -96,6 +106,8 @@ export const defaultMirrorConfig = {
   rebalanceBackoffMs: 1000,
   autoOffsetReset: 'smallest',
   dropOneIn: 0,
+  auditWindowMs: defaultAuditWindowMs,
+  auditTopic: defaultAuditTopic,
 } as const satisfies Partial<MirrorConfig>;
 
 /** Numeric settings: field, properties key, least value. */
@@ -115,6 +127,7 @@ const numeric: ReadonlyArray<readonly [keyof MirrorConfig, string, number]> = [
   ['rebalanceMaxRetries', 'rebalance.max.retries', 1],
   ['rebalanceBackoffMs', 'rebalance.backoff.ms', 0],
   ['dropOneIn', 'drop.one.in', 0],
+  ['auditWindowMs', 'audit.window.ms', 0],
 ];
 
 const stringKeys: ReadonlyArray<readonly [keyof MirrorConfig, string[]]> = [
@@ -123,6 +136,7 @@ const stringKeys: ReadonlyArray<readonly [keyof MirrorConfig, string[]]> = [
   ['whitelist', ['whitelist']],
   ['blacklist', ['blacklist']],
   ['autoOffsetReset', ['auto.offset.reset']],
+  ['auditTopic', ['audit.topic']],
 ];
 
 /**
@@ -215,6 +229,12 @@ export function resolveConfig(partial: Partial<MirrorConfig>): MirrorConfig {
     parseIntSetting((c as unknown as Record<string, unknown>)[field], where, least);
   }
   if (c.acks !== 1 && c.acks !== 2) throw new ConfigError(`acks ${String(c.acks)} must be 1 or 2 (the mirror commits only what the target acknowledged)`);
+  if (c.auditWindowMs !== 0 && c.auditWindowMs < minAuditWindowMs) throw new ConfigError(`audit.window.ms ${c.auditWindowMs} must be 0 (no audit) or at least ${minAuditWindowMs}`);
+  try {
+    validateTopic(c.auditTopic);
+  } catch (err) {
+    throw new ConfigError(`audit.topic: ${(err as Error).message}`);
+  }
   if (c.autoOffsetReset !== 'smallest' && c.autoOffsetReset !== 'largest') {
     throw new ConfigError(`auto.offset.reset ${String(c.autoOffsetReset)} must be smallest or largest`);
   }
@@ -241,10 +261,11 @@ export function resolveConfig(partial: Partial<MirrorConfig>): MirrorConfig {
 
 /**
  * The topic selection: a whitelist copies the topics whose whole name matches, a blacklist
- * every topic whose whole name does not.
+ * every topic whose whole name does not. The audit topic is never selected: each cluster's
+ * holds the counts of its own tiers (docs/audit.md).
  * @throws ConfigError for an invalid regular expression
  */
-export function topicFilter(c: Pick<MirrorConfig, 'whitelist' | 'blacklist'>): (topic: string) => boolean {
+export function topicFilter(c: Pick<MirrorConfig, 'whitelist' | 'blacklist' | 'auditTopic'>): (topic: string) => boolean {
   const pattern = c.whitelist ?? c.blacklist ?? '';
   let re: RegExp;
   try {
@@ -252,5 +273,5 @@ export function topicFilter(c: Pick<MirrorConfig, 'whitelist' | 'blacklist'>): (
   } catch (err) {
     throw new ConfigError(`${c.whitelist !== undefined ? '--whitelist' : '--blacklist'} ${JSON.stringify(pattern)}: ${(err as Error).message}`);
   }
-  return c.whitelist !== undefined ? (t) => re.test(t) : (t) => !re.test(t);
+  return c.whitelist !== undefined ? (t) => t !== c.auditTopic && re.test(t) : (t) => t !== c.auditTopic && !re.test(t);
 }

@@ -3,9 +3,11 @@
  * cluster, all producing through the same ZooKeeper producers (one for plain messages, one for
  * messages with metadata, see {@link TargetSender}) into the target cluster, which picks a
  * keyed message's partition with the same key function as the source's producers (so per-key
- * order survives mirroring) and an unkeyed message's at random.
+ * order survives mirroring) and an unkeyed message's at random. With the audit on, the copies
+ * are counted per window of creation time and the counts published to the target's audit topic
+ * (tier `mirror`, docs/audit.md).
  */
-import { ZkProducer } from '@klog/client';
+import { AuditCounter, ZkProducer } from '@klog/client';
 import type { Logger } from 'pino';
 import type { MirrorConfig } from './config.js';
 import { SourceMirror } from './source-mirror.js';
@@ -21,6 +23,8 @@ export class MirrorMaker {
   /** Writes messages with their metadata (key, creation time, host), as they were in the source. */
   private readonly stampedProducer: ZkProducer;
   private readonly sources: SourceMirror[];
+  /** Counts of the copies, published to the target's audit topic; undefined with `auditWindowMs` 0. */
+  private readonly audit: AuditCounter | undefined;
   private closed = false;
   /** Checks, every {@link selfCheckIntervalMs}, that no source has become the target. */
   private selfCheck: NodeJS.Timeout | undefined;
@@ -44,7 +48,17 @@ export class MirrorMaker {
     this.producer = new ZkProducer(options);
     this.stampedProducer = new ZkProducer({ ...options, stampMetadata: true });
     const producers = { plain: this.producer, stamped: this.stampedProducer };
-    this.sources = config.sources.map((s) => new SourceMirror(s, config, producers, logger.child({ source: s })));
+    this.audit =
+      config.auditWindowMs > 0
+        ? new AuditCounter({
+            tier: 'mirror',
+            windowMs: config.auditWindowMs,
+            topic: config.auditTopic,
+            send: (topic, records) => this.producer.send(topic, records),
+            onPublishError: (err) => logger.warn({ err }, 'publishing audit counts failed; retrying'),
+          })
+        : undefined;
+    this.sources = config.sources.map((s) => new SourceMirror(s, config, producers, logger.child({ source: s }), this.audit));
   }
 
   /**
@@ -55,6 +69,7 @@ export class MirrorMaker {
    * @throws Error naming the source and the shared brokers
    */
   async start(): Promise<void> {
+    this.audit?.start();
     for (const s of this.sources) await s.start();
     const shared = await this.sharedBrokers();
     if (shared !== undefined) {
@@ -86,12 +101,13 @@ export class MirrorMaker {
     return undefined;
   }
 
-  /** Stops every source (each finishes and commits what the target acknowledged), then the producer. */
+  /** Stops every source (each finishes and commits what the target acknowledged), publishes the last audit counts, then stops the producers. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.selfCheck);
     await Promise.all(this.sources.map((s) => s.close()));
+    await this.audit?.close().catch((err: unknown) => this.logger.warn({ err }, 'publishing the last audit counts failed'));
     for (const p of [this.producer, this.stampedProducer]) await p.close().catch((err: unknown) => this.logger.warn({ err }, 'producer close failed'));
     this.logger.info('mirror maker stopped');
   }

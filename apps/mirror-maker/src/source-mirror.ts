@@ -19,11 +19,17 @@
  * acknowledged after the last commit (at most one commit interval of them, plus the messages
  * in flight) are copied again by the next owner.
  *
+ * Audit (docs/audit.md): each message the target acknowledged is counted by its creation time
+ * (messages without one are not counted), and the counts are published to the target's audit
+ * topic before every commit and release, so a committed offset never passes a copy that was not
+ * counted. A copy counted but not committed is copied and counted again after a crash, as it
+ * is stored twice in the target: the audit reports it as over, not as loss.
+ *
  * Gaps: when retention on the source deleted messages the mirror had not copied, the fetch
  * meets OffsetOutOfRange; the range lost is logged as an error and the copy goes on from the
  * earliest offset still kept.
  */
-import { GroupConsumer, SimpleConsumer, type GroupMessage, type MessageStream, type OffsetResetEvent, type OwnedPartition, type ZkProducer, type ZkProducerRecord } from '@klog/client';
+import { type AuditCounter, GroupConsumer, SimpleConsumer, type GroupMessage, type MessageStream, type OffsetResetEvent, type OwnedPartition, type ZkProducer, type ZkProducerRecord } from '@klog/client';
 import { BrokerRegistry, ZkClient, type ZkWatch } from '@klog/zk-registry';
 import type { Logger } from 'pino';
 import { topicFilter, type MirrorConfig } from './config.js';
@@ -98,6 +104,8 @@ export class SourceMirror {
     private readonly config: MirrorConfig,
     private readonly producers: { readonly plain: ZkProducer; readonly stamped: ZkProducer },
     private readonly logger: Logger,
+    /** Counts of the copies for the audit (tier `mirror`); undefined when the audit is off. */
+    private readonly audit: AuditCounter | undefined,
   ) {
     this.selects = topicFilter(config);
     this.sender = new TargetSender(producers, {
@@ -230,7 +238,11 @@ export class SourceMirror {
         }
         const entry = p.take(m.nextOffset);
         const progress = p;
-        await this.sender.submit({ topic: m.topic, record: targetRecord(m), stamped: hasMetadata(m), onAck: () => progress.ack(entry) });
+        const onAck = (copied: boolean): void => {
+          if (copied && m.timestamp !== undefined) this.audit?.count(m.topic, m.timestamp);
+          progress.ack(entry);
+        };
+        await this.sender.submit({ topic: m.topic, record: targetRecord(m), stamped: hasMetadata(m), onAck });
       }
     } catch (err) {
       if (this.closing || consumer !== this.consumer) return;
@@ -254,6 +266,11 @@ export class SourceMirror {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     const unacknowledged = tracked.reduce((n, p) => n + p.pending, 0);
+    if (!(await this.publishAudit())) {
+      for (const p of tracked) this.progress.delete(partitionKey(p));
+      this.logger.warn({ why, partitions: partitions.length }, 'releasing partitions without committing: the audit counts of their copies could not be published; they will be copied again');
+      return [];
+    }
     const positions = [];
     for (const p of tracked) {
       this.progress.delete(partitionKey(p));
@@ -278,6 +295,8 @@ export class SourceMirror {
     if (positions.length === 0) return;
     this.committing = true;
     try {
+      // Counts first: a committed offset never passes a copy whose count was not published.
+      if (!(await this.publishAudit())) return;
       await consumer.commitOffsets(positions);
       for (const p of tracked) if (p.ackedOffset !== undefined) p.committedOffset = Math.max(p.committedOffset ?? 0, p.ackedOffset);
       this.logger.info({ offsets: positions.map((p) => ({ topic: p.topic, brokerId: p.brokerId, partition: p.partition, offset: p.nextOffset })) }, 'offsets committed');
@@ -285,6 +304,17 @@ export class SourceMirror {
       this.logger.warn({ err }, 'commit failed; will retry');
     } finally {
       this.committing = false;
+    }
+  }
+
+  /** Publishes the audit counts (if the audit is on); false, logged, when that failed. */
+  private async publishAudit(): Promise<boolean> {
+    try {
+      await this.audit?.publish();
+      return true;
+    } catch (err) {
+      this.logger.warn({ err }, 'publishing audit counts to the target failed; not committing until it succeeds');
+      return false;
     }
   }
 

@@ -27,8 +27,8 @@ export interface Outgoing {
   readonly record: ZkProducerRecord;
   /** True when the source message carried metadata: it is sent by the producer that writes it. */
   readonly stamped: boolean;
-  /** Called once the target acknowledged it. */
-  readonly onAck: () => void;
+  /** Called once the target acknowledged it (`copied` true), or once the `dropOneIn` testing aid dropped it (false). */
+  readonly onAck: (copied: boolean) => void;
 }
 
 interface Queued extends Outgoing {
@@ -87,7 +87,7 @@ export class TargetSender {
     if (dropOneIn > 0 && q.seq % dropOneIn === dropOneIn - 1) {
       this.dropped++;
       this.options.logger.debug({ topic: m.topic }, 'testing aid drop-one-in: message dropped');
-      q.onAck();
+      q.onAck(false);
       return;
     }
     this.dispatch(q);
@@ -122,7 +122,7 @@ export class TargetSender {
       () => {
         this.inFlight--;
         this.acked++;
-        q.onAck();
+        q.onAck(true);
         this.wake();
       },
       (err: unknown) => {

@@ -4,7 +4,7 @@
  * the killed mirror had copied but not committed yet. The test reports the duplicates.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { ClusterReader, MirrorProcess, cleanup, committedOffsets, countValues, mirrorArgs, newProducer, produce, sleep, startCluster, waitFor, type Sent } from './helpers.js';
+import { ClusterReader, MirrorProcess, cleanup, committedOffsets, countValues, mirrorArgs, newProducer, produce, sleep, startCluster, waitFor, type Sent } from '../src/testing.js';
 
 afterAll(cleanup);
 

@@ -4,7 +4,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { SimpleConsumer } from '@klog/client';
-import { ClusterReader, MirrorProcess, cleanup, committedOffsets, countValues, mirrorArgs, newProducer, produce, startCluster, waitFor } from './helpers.js';
+import { ClusterReader, MirrorProcess, cleanup, committedOffsets, countValues, mirrorArgs, newProducer, produce, startCluster, waitFor } from '../src/testing.js';
 
 afterAll(cleanup);
 

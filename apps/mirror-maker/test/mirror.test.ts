@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ZkProducer } from '@klog/client';
 import { ZkClient } from '@klog/zk-registry';
-import { ClusterReader, MirrorProcess, cleanup, countValues, mirrorArgs, newProducer, produce, startCluster, waitFor, type Sent } from './helpers.js';
+import { ClusterReader, MirrorProcess, cleanup, countValues, mirrorArgs, newProducer, produce, startCluster, waitFor, type Sent } from '../src/testing.js';
 
 afterAll(cleanup);
 

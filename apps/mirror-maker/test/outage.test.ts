@@ -3,7 +3,7 @@
  * is lost, and nothing is committed in the source for messages the target did not acknowledge.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { ClusterReader, MirrorProcess, cleanup, committedOffsets, countValues, mirrorArgs, newProducer, produce, sleep, startCluster, waitFor, type Sent } from './helpers.js';
+import { ClusterReader, MirrorProcess, cleanup, committedOffsets, countValues, mirrorArgs, newProducer, produce, sleep, startCluster, waitFor, type Sent } from '../src/testing.js';
 
 afterAll(cleanup);
 

@@ -4,7 +4,7 @@
  * before the release, so with no crash nothing is copied twice and nothing is lost.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { ClusterReader, MirrorProcess, cleanup, countValues, mirrorArgs, newProducer, produce, sleep, startCluster, waitFor, type Sent } from './helpers.js';
+import { ClusterReader, MirrorProcess, cleanup, countValues, mirrorArgs, newProducer, produce, sleep, startCluster, waitFor, type Sent } from '../src/testing.js';
 
 afterAll(cleanup);
 

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BrokerProcess, MirrorProcess, cleanup, mirrorArgs, startCluster, waitFor } from './helpers.js';
+import { BrokerProcess, MirrorProcess, cleanup, mirrorArgs, startCluster, waitFor } from '../src/testing.js';
 
 afterAll(cleanup);
 

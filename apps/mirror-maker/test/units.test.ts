@@ -26,10 +26,22 @@ describe('configuration', () => {
   });
 
   it('matches whole topic names', () => {
-    const white = topicFilter({ whitelist: 'clicks|views' });
+    const white = topicFilter({ whitelist: 'clicks|views', auditTopic: '__audit' });
     expect(['clicks', 'views', 'clicks2', 'xviews'].filter(white)).toEqual(['clicks', 'views']);
-    const black = topicFilter({ blacklist: 'secret-.*' });
+    const black = topicFilter({ blacklist: 'secret-.*', auditTopic: '__audit' });
     expect(['secret-a', 'public', 'a-secret-b'].filter(black)).toEqual(['public', 'a-secret-b']);
+  });
+
+  it('never selects the audit topic, whatever the pattern', () => {
+    expect(['__audit', 'a'].filter(topicFilter({ whitelist: '.*', auditTopic: '__audit' }))).toEqual(['a']);
+    expect(['audit2', '__audit'].filter(topicFilter({ blacklist: 'x', auditTopic: 'audit2' }))).toEqual(['__audit']);
+  });
+
+  it('checks the audit settings', () => {
+    expect(resolveConfig({ ...base, whitelist: 'x' })).toMatchObject({ auditWindowMs: 600_000, auditTopic: '__audit' });
+    expect(resolveConfig({ ...base, whitelist: 'x', auditWindowMs: 0 }).auditWindowMs).toBe(0);
+    expect(() => resolveConfig({ ...base, whitelist: 'x', auditWindowMs: 999 })).toThrow(/audit.window.ms 999/);
+    expect(() => resolveConfig({ ...base, whitelist: 'x', auditTopic: 'a/b' })).toThrow(/audit.topic/);
   });
 
   it('reads properties and JSON files', () => {

@@ -13,3 +13,4 @@ export * from './zk-producer.js';
 export { type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
 export { type PartitionMeta, type SendResult } from './producer-pool.js';
 export * from './group-consumer/index.js';
+export * from './audit/index.js';

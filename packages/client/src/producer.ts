@@ -12,6 +12,7 @@
  * shared with {@link ZkProducer}.
  */
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
+import { AuditCounter, type AuditOptions, sendAudited } from './audit/audit-counter.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
@@ -52,6 +53,12 @@ export interface ProducerOptions extends ProducerPoolOptions {
   readonly brokerList: string | readonly string[];
   /** Picks the partition of a record with a key and no partition. Default {@link hashPartitioner}. */
   readonly partitioner?: Partitioner;
+  /**
+   * Count the records sent per topic and window of creation time and publish the counts to the
+   * audit topic (docs/audit.md; tier `producer`). Turns `stampMetadata` on: the creation time
+   * counted is the one stored in each message.
+   */
+  readonly audit?: AuditOptions;
 }
 
 /** A broker address. */
@@ -95,17 +102,29 @@ export class Producer {
   private readonly pool: ProducerPool;
   private readonly partitioner: Partitioner;
   private readonly logger: ProducerOptions['logger'];
+  /** Counts for the audit, with the `audit` option. */
+  private readonly audit: AuditCounter | undefined;
 
   /** Partitions of each topic asked for so far, in order over the broker list. */
   private readonly topics = new Map<string, Promise<PartitionTarget<RecordMetadata>[]>>();
 
-  /** @throws KlogError when the broker list is empty or malformed, RangeError for a bad batchSize, lingerMs, acks or maxInFlightBytes */
+  /** @throws KlogError when the broker list is empty or malformed, RangeError for a bad batchSize, lingerMs, acks, maxInFlightBytes or audit window */
   constructor(options: ProducerOptions) {
     const addresses = parseBrokerList(options.brokerList);
-    this.pool = new ProducerPool(options);
+    this.pool = new ProducerPool({ ...options, stampMetadata: options.stampMetadata === true || options.audit !== undefined });
     this.brokers = addresses.map(({ host, port }) => this.pool.broker(host, port));
     this.partitioner = options.partitioner ?? hashPartitioner;
     this.logger = options.logger;
+    this.audit =
+      options.audit &&
+      new AuditCounter({
+        ...options.audit,
+        tier: 'producer',
+        host: options.audit.host ?? options.metadataHost,
+        send: (topic, records) => this.send(topic, records),
+        onPublishError: (err) => this.logger?.warn({ err }, 'publishing audit counts failed; retrying at the next interval'),
+      });
+    this.audit?.start();
   }
 
   /**
@@ -142,10 +161,12 @@ export class Producer {
       if (r.key !== undefined) return partitions[this.partitioner(toBuffer(r.key), n)]!;
       return partitions[randomPartition(n)]!;
     });
-    return this.pool.send(
-      targets,
-      records.map((r) => toBuffer(r.value)),
-      records,
+    return sendAudited(this.audit, topic, records, (rs) =>
+      this.pool.send(
+        targets,
+        rs.map((r) => toBuffer(r.value)),
+        rs,
+      ),
     );
   }
 
@@ -159,12 +180,17 @@ export class Producer {
   }
 
   /**
-   * Sends what is batched, waits for it as {@link flush} does, and closes the connections.
-   * Later sends throw. Safe to call twice.
-   * @throws what flush throws (the connections are closed all the same)
+   * Publishes the last audit counts (with `audit`), sends what is batched, waits for it as
+   * {@link flush} does, and closes the connections. Later sends throw. Safe to call twice.
+   * @throws what flush or the audit publish throws (the connections are closed all the same)
    */
   async close(): Promise<void> {
-    await this.pool.close();
+    if (this.pool.closed) return;
+    try {
+      await this.audit?.close();
+    } finally {
+      await this.pool.close();
+    }
   }
 
   private partitionsOf(topic: string): Promise<PartitionTarget<RecordMetadata>[]> {

@@ -31,6 +31,7 @@
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
 import { type BrokerInfo, silentLogger, ZkClient, type ZkLogger } from '@klog/zk-registry';
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
+import { AuditCounter, type AuditOptions, sendAudited } from './audit/audit-counter.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
@@ -80,6 +81,12 @@ export interface ZkProducerOptions extends Omit<ProducerPoolOptions, 'logger'> {
   readonly topicCreateTimeoutMs?: number;
   /** pino-compatible; receives ZooKeeper, broker and produce events. */
   readonly logger?: ZkLogger;
+  /**
+   * Count the records sent per topic and window of creation time and publish the counts to the
+   * audit topic (docs/audit.md; tier `producer`). Turns `stampMetadata` on: the creation time
+   * counted is the one stored in each message.
+   */
+  readonly audit?: AuditOptions;
 }
 
 /** A keyed or named partition whose broker is down (see the file comment for why the send fails). */
@@ -135,11 +142,23 @@ export class ZkProducer {
   /** Topics being looked up or created, so concurrent sends share the work. */
   private readonly topicReady = new Map<string, Promise<void>>();
   private closing = false;
+  /** Counts for the audit, with the `audit` option. */
+  private readonly audit: AuditCounter | undefined;
 
-  /** @throws ZkError for a malformed connect string; RangeError for a bad batchSize, lingerMs, acks or maxInFlightBytes */
+  /** @throws ZkError for a malformed connect string; RangeError for a bad batchSize, lingerMs, acks, maxInFlightBytes or audit window */
   constructor(options: ZkProducerOptions) {
     this.logger = options.logger ?? silentLogger;
-    this.pool = new ProducerPool({ ...options, logger: this.logger });
+    this.pool = new ProducerPool({ ...options, stampMetadata: options.stampMetadata === true || options.audit !== undefined, logger: this.logger });
+    this.audit =
+      options.audit &&
+      new AuditCounter({
+        ...options.audit,
+        tier: 'producer',
+        host: options.audit.host ?? options.metadataHost,
+        send: (topic, records) => this.send(topic, records),
+        onPublishError: (err) => this.logger.warn({ err }, 'publishing audit counts failed; retrying at the next interval'),
+      });
+    this.audit?.start();
     this.partitioner = options.partitioner ?? hashPartitioner;
     this.zookeeper = options.zookeeper;
     this.zkSessionTimeoutMs = options.zkSessionTimeoutMs;
@@ -200,10 +219,12 @@ export class ZkProducer {
       }
       return route.targets[route.live[randomPartition(route.live.length)]!]!;
     });
-    return this.pool.send(
-      targets,
-      records.map((r) => toBuffer(r.value)),
-      records,
+    return sendAudited(this.audit, topic, records, (rs) =>
+      this.pool.send(
+        targets,
+        rs.map((r) => toBuffer(r.value)),
+        rs,
+      ),
     );
   }
 
@@ -216,15 +237,20 @@ export class ZkProducer {
   }
 
   /**
-   * Sends what is batched, waits for it as {@link flush} does, closes the broker connections
-   * and the ZooKeeper session. Later sends throw. Safe to call twice.
-   * @throws what flush throws (everything is closed all the same)
+   * Publishes the last audit counts (with `audit`), sends what is batched, waits for it as
+   * {@link flush} does, closes the broker connections and the ZooKeeper session. Later sends
+   * throw. Safe to call twice.
+   * @throws what flush or the audit publish throws (everything is closed all the same)
    */
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
     try {
-      await this.pool.close();
+      try {
+        await this.audit?.close();
+      } finally {
+        await this.pool.close();
+      }
     } finally {
       const started = this.started;
       if (started) {

@@ -2,11 +2,13 @@
  * `klog produce`: one message per line of stdin or a file (SPEC §5, §6), sent with a Producer
  * over `--broker-list`, or with a ZkProducer that finds the brokers in `--zookeeper`.
  * `--stamp-metadata` stores each line's key, creation time and this host in the message
- * (docs/format.md §2a); `--compression gzip` sends gzip message sets (§2b).
+ * (docs/format.md §2a); `--compression gzip` sends gzip message sets (§2b). `--audit` counts
+ * the lines sent per window of creation time and publishes the counts to the audit topic
+ * (docs/audit.md).
  */
 import { createReadStream } from 'node:fs';
 import type { Command } from 'commander';
-import { KlogError, Producer, type ProducerRecord, ZkProducer } from '@klog/client';
+import { defaultAuditTopic, defaultAuditWindowMs, KlogError, Producer, type ProducerRecord, ZkProducer } from '@klog/client';
 import { parseZkConnect } from '../cluster.js';
 import { readLineGroups } from '../lines.js';
 import { createLogger } from '../logger.js';
@@ -27,6 +29,9 @@ interface ProduceOptions {
   compression: 'none' | 'gzip';
   stampMetadata?: boolean;
   host?: string;
+  audit?: boolean;
+  auditWindowMs?: number;
+  auditTopic?: string;
 }
 
 /** Records handed to one Producer.send call. */
@@ -50,7 +55,10 @@ export function registerProduce(program: Command): void {
       parseNonEmpty,
     )
     .option('--stamp-metadata', 'store the key, the creation time and the producing host in each message (default: plain messages)')
-    .option('--host <name>', 'with --stamp-metadata: the host name to store (default: this machine\'s)', parseNonEmpty)
+    .option('--host <name>', 'with --stamp-metadata or --audit: the host name to store (default: this machine\'s)', parseNonEmpty)
+    .option('--audit', 'count the messages sent per window of creation time and publish the counts to the audit topic (implies --stamp-metadata)')
+    .option('--audit-window-ms <ms>', `with --audit: window length in ms (default ${defaultAuditWindowMs}, at least 1000)`, intParser(1000))
+    .option('--audit-topic <topic>', `with --audit: the audit topic (default ${defaultAuditTopic})`, parseTopic)
     .option('--compression <none|gzip>', 'send each batch as one gzip-compressed message set', parseCompression, 'none')
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
@@ -72,7 +80,8 @@ async function produce(opts: ProduceOptions): Promise<void> {
   if (opts.zookeeper !== undefined && opts.partition !== undefined) {
     throw new KlogError('--partition applies to --broker-list; with --zookeeper messages go by key, else to a random live partition');
   }
-  if (opts.host !== undefined && !opts.stampMetadata) throw new KlogError('--host is stored only with --stamp-metadata');
+  if (opts.host !== undefined && !opts.stampMetadata && !opts.audit) throw new KlogError('--host is stored only with --stamp-metadata or --audit');
+  if ((opts.auditWindowMs !== undefined || opts.auditTopic !== undefined) && !opts.audit) throw new KlogError('--audit-window-ms and --audit-topic apply with --audit');
   const logger = createLogger('klog-produce');
   const settings = {
     batchSize: opts.batchSize,
@@ -81,6 +90,7 @@ async function produce(opts: ProduceOptions): Promise<void> {
     compression: opts.compression,
     stampMetadata: opts.stampMetadata ?? false,
     ...(opts.host !== undefined && { metadataHost: opts.host }),
+    ...(opts.audit && { audit: { windowMs: opts.auditWindowMs, topic: opts.auditTopic } }),
     logger,
   };
   const producer: LineProducer =
@@ -112,7 +122,8 @@ async function produce(opts: ProduceOptions): Promise<void> {
     }
     if (records.length > 0) await dispatch();
     for (const p of window.splice(0)) await p;
-    await producer.flush();
+    // Close publishes the last audit counts: its failure is the command's.
+    await producer.close();
   } finally {
     await producer.close().catch(() => {});
   }

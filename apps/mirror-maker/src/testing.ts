@@ -1,5 +1,6 @@
 /**
- * Processes for the mirror maker's tests: brokers (`klog-broker`) and mirror makers
+ * (`@klog/mirror-maker/testing`, for tests of klog itself) Processes for the mirror maker's and
+ * the audit's tests: brokers (`klog-broker`) and mirror makers
  * (`klog-mirror-maker`) as child processes that a test can stop, freeze or kill with SIGKILL;
  * a producer that remembers where every message went; a reader of a whole cluster's topic.
  */

@@ -1,0 +1,2 @@
+export * from './audit-counter.js';
+export * from './event.js';
