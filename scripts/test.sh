@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace (after scripts/setup.sh): type checks, then each package's
-# vitest suite through turbo, with a ZooKeeper server for the suites that need one. Ends with
-# one line "tests: N passed, N failed".
+# vitest suite through turbo, with a ZooKeeper server for the suites that need one and Chromium
+# for the ones that open a page. Ends with one line "tests: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+
+# The HTML report tests of apps/audit open the page in Debian's Chromium.
+if [ -f scripts/chromium.sh ]; then
+  bash scripts/chromium.sh install
+fi
 
 zk_started=""
 if [ -f scripts/zookeeper.sh ] && [ -z "${KLOG_ZK_CONNECT:-}" ]; then

@@ -1,0 +1,122 @@
+#!/usr/bin/env node
+/**
+ * `klog-audit` (docs/audit.md): counts what each `--zookeeper` cluster holds (the audit
+ * consumer, tier `consumer`), reads every cluster's audit topic, reconciles the tiers per
+ * (topic, window) and prints the report: a table, or `--json`; `--html FILE` also writes a
+ * self-contained page with a chart. Clusters are given in the order messages flow (the online
+ * cluster first, then the analytics cluster mirrored from it).
+ *
+ * Exit status: 0; 1 with `--check` when a closed window is short (messages lost); 2 for bad
+ * arguments or a cluster that cannot be reached (one line on stderr).
+ */
+import { writeFileSync } from 'node:fs';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { defaultAuditTopic, defaultAuditWindowMs, minAuditWindowMs } from '@klog/client';
+import { validateTopic } from '@klog/protocol';
+import { pino } from 'pino';
+import { readAuditLog } from './audit-log.js';
+import { Cluster, parseClusterSpecs } from './cluster.js';
+import { countCluster } from './cluster-counter.js';
+import { renderHtmlReport } from './html-report.js';
+import { reconcile, type ClusterEvents } from './reconcile.js';
+import { renderTable, summaryLine } from './table.js';
+
+/** The consumer group the audit consumer commits as, unless `--group` says otherwise. */
+export const defaultAuditGroup = 'klog-audit';
+
+const int = (flag: string, least: number) => (v: string): number => {
+  const n = /^\d+$/.test(v.trim()) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n) || n < least) throw new InvalidArgumentError(`${flag}: ${JSON.stringify(v)} is not an integer ≥ ${least}`);
+  return n;
+};
+const collect = (v: string, previous: string[] = []): string[] => [...previous, v];
+const topic = (v: string): string => {
+  try {
+    validateTopic(v);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return v;
+};
+
+interface AuditOptions {
+  zookeeper: string[];
+  windowMs: number;
+  graceMs?: number;
+  auditTopic: string;
+  group: string;
+  count: boolean;
+  json?: boolean;
+  html?: string;
+  check?: boolean;
+  logLevel: string;
+}
+
+const program = new Command('klog-audit')
+  .description('klog audit: counts each cluster, reads the audit topics and reconciles per-window message counts between tiers')
+  .requiredOption('--zookeeper <[name=]zk-connect>', 'a cluster, in the order messages flow through them (repeat: online first, then analytics)', collect)
+  .option('--window-ms <ms>', `window length in ms (at least ${minAuditWindowMs}); producers and mirror makers must use it or a divisor of it`, int('--window-ms', minAuditWindowMs), defaultAuditWindowMs)
+  .option('--grace-ms <ms>', 'how long after its end a window stays open (default: one window)', int('--grace-ms', 0))
+  .option('--audit-topic <topic>', 'the audit topic of every cluster', topic, defaultAuditTopic)
+  .option('--group <id>', 'consumer group the audit consumer counts and commits as', defaultAuditGroup)
+  .option('--no-count', 'do not count the clusters: report from the audit topics alone')
+  .option('--json', 'print the report as one JSON object instead of a table')
+  .option('--html <file>', 'also write the report as a self-contained HTML page with a chart')
+  .option('--check', 'exit 1 when a closed window is short (messages lost)')
+  .addOption(new Option('--log-level <level>', 'pino level of the logs on stderr').default('warn'))
+  .exitOverride()
+  .showHelpAfterError(false);
+
+async function main(argv: string[]): Promise<number> {
+  program.parse(argv);
+  const o = program.opts<AuditOptions>();
+  const specs = parseClusterSpecs(o.zookeeper);
+  const logger = pino({ name: 'klog-audit', level: o.logLevel }, pino.destination(2));
+  const graceMs = o.graceMs ?? o.windowMs;
+  const warnings: string[] = [];
+  const clusters: Cluster[] = [];
+  try {
+    for (const spec of specs) {
+      try {
+        clusters.push(await Cluster.open(spec, { logger }));
+      } catch (err) {
+        throw new Error(`cannot reach cluster ${spec.name} (${spec.connect}): ${(err as Error).message}`);
+      }
+    }
+    const events: ClusterEvents[] = [];
+    for (const cluster of clusters) {
+      if (o.count) {
+        const r = await countCluster(cluster, { group: o.group, windowMs: o.windowMs, auditTopic: o.auditTopic, logger });
+        for (const s of r.skipped) warnings.push(`${cluster.name}: ${s.topic} ${s.brokerId}-${s.partition} not counted: ${s.reason}`);
+        for (const l of r.lost) warnings.push(`${cluster.name}: ${l.topic} ${l.brokerId}-${l.partition} offsets [${l.from}, ${l.to}) were deleted by retention before they were counted`);
+        if (r.untimed > 0) warnings.push(`${cluster.name}: ${r.untimed} messages without a creation time were not counted`);
+      }
+      const log = await readAuditLog(cluster, o.auditTopic);
+      for (const u of log.unreadable) warnings.push(`${cluster.name}: audit topic partition ${u}`);
+      events.push({ name: cluster.name, events: log.events, undecodable: log.undecodable });
+    }
+    const report = reconcile(events, { windowMs: o.windowMs, graceMs, now: Date.now(), group: o.group });
+    for (const w of warnings) process.stderr.write(`klog-audit: warning: ${w}\n`);
+    process.stdout.write(o.json ? `${JSON.stringify({ ...report, warnings })}\n` : renderTable(report));
+    if (o.html !== undefined) {
+      writeFileSync(o.html, renderHtmlReport(report));
+      process.stderr.write(`klog-audit: wrote ${o.html}\n`);
+    }
+    if (o.check && report.summary.short > 0) {
+      process.stderr.write(`klog-audit: check failed: ${summaryLine(report)}\n`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    for (const c of clusters) await c.close().catch(() => {});
+  }
+}
+
+main(process.argv).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
+    process.stderr.write(`klog-audit: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,52 @@
+/**
+ * `klog-audit` on bad input: bad arguments and an unreachable cluster exit 2 with one line on
+ * stderr; garbage in the audit topic and plain (untimed) messages are reported, not fatal.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { cleanup, startCluster } from '@klog/mirror-maker/testing';
+import { auditReport, runAudit, runKlog } from './run-audit.js';
+
+afterAll(cleanup);
+
+describe('klog-audit arguments', () => {
+  it.each([
+    [['--window-ms', '1000'], /--zookeeper/],
+    [['--zookeeper', '127.0.0.1:2181', '--window-ms', '999'], /--window-ms: "999" is not an integer ≥ 1000/],
+    [['--zookeeper', 'a=127.0.0.1:2181', '--zookeeper', 'a=127.0.0.1:2182'], /two clusters are named a/],
+    [['--zookeeper', 'bad name=127.0.0.1:2181'], /a cluster name is/],
+    [['--zookeeper', '127.0.0.1:2181', '--audit-topic', 'a/b'], /topic/],
+    [['--zookeeper', '127.0.0.1:2181', '--grace-ms', '-1'], /--grace-ms/],
+  ])('%j exits 2 with one line', async (args, message) => {
+    const r = await runAudit(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stdout).toBe('');
+  });
+
+  it('exits 2 naming a cluster whose ZooKeeper cannot be reached', async () => {
+    const r = await runAudit(['--zookeeper', 'online=127.0.0.1:1', '--window-ms', '1000']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^klog-audit: cannot reach cluster online \(127\.0\.0\.1:1\)/);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  }, 30_000);
+});
+
+describe('klog-audit on odd data', () => {
+  it('reports garbage in the audit topic and plain messages without failing', async () => {
+    const cluster = await startCluster('audit-cli', 1);
+    const garbage = await runKlog(['produce', '--zookeeper', cluster.zookeeper, '--topic', '__audit'], 'not json\n{"v":1}\n');
+    expect(garbage.code, garbage.stderr).toBe(0);
+    const plain = await runKlog(['produce', '--zookeeper', cluster.zookeeper, '--topic', 'plain'], 'a\nb\nc\n');
+    expect(plain.code, plain.stderr).toBe(0);
+    const audited = await runKlog(['produce', '--zookeeper', cluster.zookeeper, '--topic', 'audited', '--audit', '--audit-window-ms', '1000'], 'x\ny\n');
+    expect(audited.code, audited.stderr).toBe(0);
+    const report = await auditReport(['--zookeeper', `only=${cluster.zookeeper}`, '--window-ms', '1000', '--grace-ms', '0', '--group', 'audit-cli']);
+    expect(report.ignored.undecodable).toBe(2);
+    expect(report.warnings).toContain('only: 3 messages without a creation time were not counted');
+    expect(report.windows.map((w) => w.topic)).toEqual(expect.arrayContaining(['audited']));
+    expect(report.windows.filter((w) => w.topic === 'audited').reduce((n, w) => n + w.counts.find((c) => c.tier === 'only/consumer')!.count, 0)).toBe(2);
+    const flags = await runKlog(['produce', '--zookeeper', cluster.zookeeper, '--topic', 't', '--audit-window-ms', '1000'], 'x\n');
+    expect(flags.code).not.toBe(0);
+    expect(flags.stderr).toMatch(/--audit-window-ms and --audit-topic apply with --audit/);
+  });
+});

@@ -1,0 +1,188 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AuditEvent, AuditTier } from '@klog/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { esc, isoTime, renderHtmlReport, scriptJson } from '../src/html-report.js';
+import { reconcile } from '../src/reconcile.js';
+import type { AuditReport, ClusterEvents } from '../src/reconcile.js';
+import { openInChromium } from './chromium.js';
+import type { PageFindings } from './chromium.js';
+
+const windowMs = 10 * 60_000;
+const graceMs = 5 * 60_000;
+const t0 = Date.UTC(2025, 2, 14, 9, 0);
+const w = (i: number) => t0 + i * windowMs;
+/** Window 5 ends at w(6); with 5 min of grace it is still open 2 min later. */
+const now = w(6) + 2 * 60_000;
+const group = 'audit';
+const hostile = `</script><script>document.title='pwned'</script><img src=x onerror="console.error('xss')">&"'`;
+/** The screenshot, and the page beside it, to look at after the test (the folder is not committed). */
+const screenshot = fileURLToPath(new URL('../test-output/audit-report.png', import.meta.url));
+const pageCopy = fileURLToPath(new URL('../test-output/audit-report.html', import.meta.url));
+
+/** Counts per window (index = window) of one tier of one topic. */
+type Counts = readonly number[];
+interface TopicCounts {
+  readonly online: { readonly producer: Counts; readonly consumer: Counts };
+  readonly analytics?: { readonly mirror: Counts; readonly consumer: Counts };
+}
+
+const even = [1000, 1200, 900, 1100, 1000];
+const topics: Record<string, TopicCounts> = {
+  // Window 2: the mirror maker lost 5 messages between the online and the analytics cluster.
+  'page-views': {
+    online: { producer: [...even, 400], consumer: [...even, 380] },
+    analytics: { mirror: [1000, 1200, 895, 1100, 1000, 350], consumer: [1000, 1200, 895, 1100, 1000, 300] },
+  },
+  // Window 3: the online cluster's consumer read 3 messages twice.
+  clicks: {
+    online: { producer: [500, 520, 510, 505, 530, 100], consumer: [500, 520, 510, 508, 530, 100] },
+    analytics: { mirror: [500, 520, 510, 508, 530, 90], consumer: [500, 520, 510, 508, 530, 90] },
+  },
+  // Not mirrored: no analytics tiers.
+  'local-only': { online: { producer: [20, 30, 25, 15, 10, 5], consumer: [20, 30, 25, 15, 10, 5] } },
+  [hostile]: {
+    online: { producer: [7, 8, 9, 10, 11, 2], consumer: [7, 8, 9, 10, 11, 2] },
+    analytics: { mirror: [7, 8, 9, 10, 11, 2], consumer: [7, 8, 9, 10, 11, 2] },
+  },
+};
+
+/** Audit events as the counters would emit them: each count split over two emitters. */
+function eventsOf(cluster: 'online' | 'analytics'): AuditEvent[] {
+  const events: AuditEvent[] = [];
+  const seq = new Map<string, number>();
+  const emit = (instance: string, tier: AuditTier, topic: string, window: number, count: number) => {
+    if (count <= 0) return;
+    const n = seq.get(instance) ?? 0;
+    seq.set(instance, n + 1);
+    events.push({ v: 1, tier, host: `${cluster}-host`, instance, seq: n, topic, windowStart: w(window), windowMs, count, ...(tier === 'consumer' ? { group } : {}) });
+  };
+  for (const [topic, counts] of Object.entries(topics)) {
+    const tiers = counts[cluster];
+    if (!tiers) continue;
+    for (const [tier, perWindow] of Object.entries(tiers) as [AuditTier, Counts][]) {
+      perWindow.forEach((count, i) => {
+        const first = Math.ceil(count / 2);
+        emit(`${cluster}-${tier}-a`, tier, topic, i, first);
+        emit(`${cluster}-${tier}-b`, tier, topic, i, count - first);
+      });
+    }
+  }
+  return events;
+}
+
+function sampleReport(): AuditReport {
+  const clusters: ClusterEvents[] = [
+    { name: 'online', events: eventsOf('online') },
+    { name: 'analytics', events: eventsOf('analytics'), undecodable: 1 },
+  ];
+  return reconcile(clusters, { windowMs, graceMs, now, group });
+}
+
+describe('the sample report', () => {
+  it('has the windows the page test relies on', () => {
+    const r = sampleReport();
+    expect(r.clusters).toEqual(['online', 'analytics']);
+    expect(r.tiers.map((t) => t.id)).toEqual(['online/producer', 'online/consumer', 'analytics/mirror', 'analytics/consumer']);
+    expect(r.summary).toMatchObject({ windows: 24, open: 4, short: 1, over: 1, complete: 18, missing: 5, extra: 3 });
+    expect(r.discrepancies.map((d) => [d.topic, d.kind, d.tier, d.against, d.messages])).toEqual([
+      ['clicks', 'over', 'online/consumer', 'online/producer', 3],
+      ['page-views', 'short', 'analytics/mirror', 'online/consumer', 5],
+    ]);
+  });
+});
+
+describe('escaping', () => {
+  it('escapes text for HTML', () => {
+    expect(esc(`<b a="1">'&'</b>`)).toBe('&lt;b a=&quot;1&quot;&gt;&#39;&amp;&#39;&lt;/b&gt;');
+  });
+
+  it('writes JSON that cannot leave a <script> element and parses back', () => {
+    const value = { topic: hostile, other: '<!-- -->\u2028\u2029' };
+    const json = scriptJson(value);
+    expect(json).not.toMatch(/[<>&\u2028\u2029]/);
+    expect(JSON.parse(json)).toEqual(value);
+  });
+
+  it('puts no name from the report into the page as markup', () => {
+    const html = renderHtmlReport(sampleReport());
+    expect(html).not.toContain(hostile);
+    expect(html).not.toContain(`<script>document.title`);
+    expect(html).not.toContain('<img');
+    expect(html).toContain(esc(hostile));
+    // Only the page's own scripts: the data (JSON), Chart.js and the one that draws.
+    expect(html.match(/<script/gi)).toHaveLength(3);
+    expect(html.match(/<\/script/gi)).toHaveLength(3);
+    // The chart data parses back from the page.
+    const data = html.match(/<script type="application\/json" id="audit-data">(.*?)<\/script>/s)?.[1];
+    expect(JSON.parse(data!).topics).toHaveLength(4);
+  });
+
+  it('renders a report with no windows', () => {
+    const html = renderHtmlReport(reconcile([], { windowMs, graceMs, now, group }));
+    expect(html).toContain('No audit events');
+    expect(html).toContain('None: every closed window matches.');
+  });
+});
+
+describe('the HTML report in Chromium', () => {
+  let dir: string;
+  let found: PageFindings;
+  let report: AuditReport;
+
+  beforeAll(async () => {
+    report = sampleReport();
+    dir = await mkdtemp(join(tmpdir(), 'klog-audit-html-'));
+    const file = join(dir, 'report.html');
+    const html = renderHtmlReport(report);
+    await writeFile(file, html);
+    found = await openInChromium(file, { screenshot });
+    await writeFile(pageCopy, html);
+  }, 120_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('opens without errors and fetches nothing', () => {
+    expect(found.consoleErrors).toEqual([]);
+    expect(found.pageErrors).toEqual([]);
+    expect(found.failedRequests).toEqual([]);
+    expect(found.externalRequests).toEqual([]);
+  });
+
+  it('draws one chart per topic', () => {
+    expect(found.chartsReady).toBe('4');
+    expect(found.canvases).toBe(4);
+    expect(found.chartsDrawn).toBe(4);
+  });
+
+  it('highlights the short and the over window and names them', () => {
+    const rows = (status: string) => found.highlightedRows.filter((r) => r.status === status).map((r) => r.text);
+    // The topic's table: window, status, one cell per tier (count, then diff or "origin").
+    const tiers = (...cells: string[]) => cells.join(' | ');
+    // One row in the discrepancy list (topic, window, tier, compared with, expected, counted,
+    // messages), one in the topic's table.
+    expect(rows('short')).toEqual([
+      `page-views | ${isoTime(w(2))} | analytics/mirror | online/consumer | 900 | 895 | 5 missing`,
+      `${isoTime(w(2))} | short | ${tiers('900 origin', '900 ±0', '895 −5', '895 ±0')}`,
+    ]);
+    expect(rows('over')).toEqual([
+      `clicks | ${isoTime(w(3))} | online/consumer | online/producer | 505 | 508 | 3 extra`,
+      `${isoTime(w(3))} | over | ${tiers('505 origin', '508 +3', '508 ±0', '508 ±0')}`,
+    ]);
+  });
+
+  it('says how to install Chromium when it is missing', async () => {
+    await expect(openInChromium(join(dir, 'report.html'), { screenshot: join(dir, 'x.png'), executablePath: join(dir, 'no-chromium') })).rejects.toThrow(
+      /no-chromium not found: .*`bash scripts\/chromium\.sh install`/,
+    );
+  });
+
+  it('shows a hostile topic name as text without running it', () => {
+    expect(found.title).not.toContain('pwned');
+    expect(found.headings.some((h) => h.includes(hostile))).toBe(true);
+  });
+});

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs Debian's headless-capable Chromium (the package `chromium`, /usr/bin/chromium) for
+# the tests that open a generated page in a browser (apps/audit: the HTML report).
+#
+#   scripts/chromium.sh install   install the package (apt, non-interactive; root or sudo);
+#                                 does nothing when /usr/bin/chromium is already there
+#   scripts/chromium.sh status    print the path and version (exit 0), or say it is missing (exit 3)
+#
+# The tests drive it with playwright-core, which uses this browser and downloads none.
+set -euo pipefail
+
+CHROMIUM=/usr/bin/chromium
+
+log() { echo "chromium.sh: $*" >&2; }
+
+is_installed() {
+  [ -x "$CHROMIUM" ]
+}
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    log "installing needs root (or sudo): $*"
+    return 1
+  fi
+}
+
+cmd_install() {
+  if is_installed; then
+    log "Chromium is already installed ($CHROMIUM)"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    log "apt-get not found: install Chromium by hand ($CHROMIUM expected)"
+    return 1
+  fi
+  local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+  log "installing the Debian package chromium"
+  if ! as_root "${apt[@]}" install --no-install-recommends chromium; then
+    log "install failed; refreshing the package lists and retrying"
+    as_root "${apt[@]}" update
+    as_root "${apt[@]}" install --no-install-recommends chromium
+  fi
+  is_installed || { log "the package installed but $CHROMIUM is missing"; return 1; }
+  log "installed ($("$CHROMIUM" --version 2>/dev/null || echo "version unknown"))"
+}
+
+cmd_status() {
+  if is_installed; then
+    echo "$CHROMIUM: $("$CHROMIUM" --version 2>/dev/null || echo "version unknown")"
+    return 0
+  fi
+  echo "not installed ($CHROMIUM missing): run '$0 install'"
+  return 3
+}
+
+case "${1:-}" in
+  install) cmd_install ;;
+  status) cmd_status ;;
+  *)
+    echo "usage: $0 install|status" >&2
+    exit 2
+    ;;
+esac
