@@ -3,6 +3,10 @@
  * paper (SPEC §7). Each runs, then prints one summary line on stderr, or with --json one JSON
  * object on stdout with messages, bytes (payload bytes), seconds, msgsPerSec and mbPerSec
  * (MB = 2^20 bytes).
+ *
+ * While running, each draws a live status line on stderr when stderr is a terminal and --json
+ * is not given (see ../progress.ts): a bar of the progress, messages and bytes so far, and the
+ * rate over the last second in msg/s and MB/s. The bar is cleared before the summary line.
  */
 import { randomBytes } from 'node:crypto';
 import { Command } from 'commander';
@@ -10,6 +14,7 @@ import { type BrokerAddress, Producer, type ProducerRecord, type RecordMetadata,
 import { createLogger } from '../logger.js';
 import { intParser, parseAcks, parseBroker, parseBrokerListOption, parseCompression, parseStartOffset, parseTopic, type StartOffset } from '../options.js';
 import { printLine } from '../output.js';
+import { createProgress, formatBytes, formatCount, type Progress, RecentRate } from '../progress.js';
 import { rate } from '../rate.js';
 import { startOffset } from './consume.js';
 
@@ -85,14 +90,29 @@ async function perfProduce(opts: PerfProduceOptions): Promise<void> {
     logger: createLogger('klog-perf'),
   });
   const payload = randomBytes(opts.size);
+  let progress: Progress | undefined;
   try {
     // Learn the partitions before the clock starts.
     const partitionCount = await producer.partitionCount(opts.topic);
     if (opts.partitions !== undefined && opts.partitions > partitionCount) {
       throw new Error(`--partitions ${opts.partitions} is more than the ${partitionCount} partitions of topic ${opts.topic}`);
     }
+    /** Messages whose send() resolved: written to the socket (acks 0) or acknowledged (acks 1, 2). */
+    let done = 0;
+    const recent = new RecentRate();
+    progress = createProgress({
+      total: opts.messages,
+      enabled: opts.json !== true,
+      status: () => liveStatus(recent, done, opts.messages, done * opts.size),
+    });
+    const bar = progress;
     const started = process.hrtime.bigint();
-    const window: Promise<RecordMetadata[]>[] = [];
+    const window: { sent: Promise<RecordMetadata[]>; n: number }[] = [];
+    const settle = async (w: { sent: Promise<RecordMetadata[]>; n: number }): Promise<void> => {
+      await w.sent;
+      done += w.n;
+      bar.update(done);
+    };
     for (let sent = 0; sent < opts.messages; ) {
       const n = Math.min(recordsPerSend, opts.messages - sent);
       const records: ProducerRecord[] = new Array<ProducerRecord>(n);
@@ -102,12 +122,13 @@ async function perfProduce(opts: PerfProduceOptions): Promise<void> {
       sent += n;
       const p = producer.send(opts.topic, records);
       p.catch(() => {});
-      window.push(p);
-      if (window.length >= sendWindow) await window.shift();
+      window.push({ sent: p, n });
+      if (window.length >= sendWindow) await settle(window.shift()!);
     }
-    for (const p of window.splice(0)) await p;
+    for (const w of window.splice(0)) await settle(w);
     await producer.flush();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    progress.stop();
     report('produce', opts.messages, opts.messages * opts.size, seconds, opts.json, {
       size: opts.size,
       batchSize: opts.batchSize,
@@ -116,6 +137,7 @@ async function perfProduce(opts: PerfProduceOptions): Promise<void> {
       partitions: opts.partitions ?? partitionCount,
     });
   } finally {
+    progress?.stop();
     await producer.close().catch(() => {});
   }
 }
@@ -128,11 +150,22 @@ async function perfConsume(opts: PerfConsumeOptions): Promise<void> {
     clearTimeout(idleTimer);
     idleTimer = setTimeout(() => stop.abort(), opts.idleTimeoutMs);
   };
+  let progress: Progress | undefined;
   try {
     const { topic, partition } = opts;
     const offset = await startOffset(consumer, topic, partition, opts.offset);
+    const live = opts.json !== true && process.stderr.isTTY === true;
+    // The bar: of --messages when given, else of the log bytes up to the log end at the start
+    // (asked only when a bar is drawn; moved on when the log grows past it).
+    let logEnd = opts.messages === undefined && live ? await consumer.latestOffset(topic, partition) : 0;
     let messages = 0;
     let bytes = 0;
+    const recent = new RecentRate();
+    progress = createProgress({
+      total: opts.messages ?? logEnd - offset,
+      enabled: live,
+      status: () => liveStatus(recent, messages, opts.messages, bytes),
+    });
     let lastAt = process.hrtime.bigint();
     const started = lastAt;
     armIdle();
@@ -145,15 +178,31 @@ async function perfConsume(opts: PerfConsumeOptions): Promise<void> {
         if (messages === opts.messages) break outer;
       }
       lastAt = process.hrtime.bigint();
+      if (opts.messages !== undefined) {
+        progress.update(messages);
+      } else {
+        const next = batch[batch.length - 1]!.nextOffset;
+        if (next > logEnd) progress.setTotal((logEnd = next) - offset);
+        progress.update(next - offset);
+      }
     }
     if (messages === opts.messages) lastAt = process.hrtime.bigint();
+    progress.stop();
     // Time until the last message, not the idle wait after it.
     const seconds = Number(lastAt - started) / 1e9;
     report('consume', messages, bytes, seconds, opts.json, { fetchBytes: opts.fetchBytes, startOffset: offset });
   } finally {
+    progress?.stop();
     clearTimeout(idleTimer);
     await consumer.close();
   }
+}
+
+/** The live status after the bar: `1,200/10,000 msg  229.0 KiB  61,020 msg/s  11.6 MB/s` (rates over the last second, MB = 2^20 bytes). */
+function liveStatus(recent: RecentRate, messages: number, totalMessages: number | undefined, bytes: number): string {
+  const r = recent.sample(messages, bytes);
+  const count = totalMessages === undefined ? formatCount(messages) : `${formatCount(messages)}/${formatCount(totalMessages)}`;
+  return `${count} msg  ${formatBytes(bytes)}  ${formatCount(r.msgsPerSec)} msg/s  ${r.mbPerSec.toFixed(1)} MB/s`;
 }
 
 function report(what: string, messages: number, bytes: number, seconds: number, json: boolean | undefined, extra: Record<string, unknown>): void {

@@ -42,6 +42,8 @@ const newline = 0x0a;
 /** Writes the messages of one partition to one file. */
 export class PartitionFile {
   private readonly file: WriteStream;
+  /** Settles when the file stream ends or fails; made once, so that waits for drain do not add a listener each. */
+  private fileEnded: Promise<void> | undefined;
   private readonly sink: Writable;
   /** Bytes handed to the file (before gzip). */
   bytes = 0;
@@ -72,7 +74,11 @@ export class PartitionFile {
   async write(messages: readonly LoadedMessage[]): Promise<void> {
     const chunk = this.format === 'json' ? this.jsonLines(messages) : this.rawLines(messages);
     this.bytes += chunk.length;
-    if (!this.sink.write(chunk)) await Promise.race([once(this.sink, 'drain'), finished(this.file)]);
+    if (!this.sink.write(chunk)) {
+      this.fileEnded ??= finished(this.file);
+      this.fileEnded.catch(() => {}); // its failure is the file's: close() reports it
+      await Promise.race([once(this.sink, 'drain'), this.fileEnded]);
+    }
   }
 
   private jsonLines(messages: readonly LoadedMessage[]): Buffer {
