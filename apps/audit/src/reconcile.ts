@@ -14,8 +14,9 @@
  * - a producer tier, and a mirror tier of the first cluster, are origins: nothing to compare.
  *
  * A topic follows the tiers that ever counted it (a topic not mirrored has no mirror tier),
- * except the consumer tier of a cluster, which counts every topic as soon as it counts any:
- * a topic it saw none of is then a loss, not an absence.
+ * except the consumer tier of a cluster: once it counts anything in that cluster, it counts
+ * every topic the cluster's producer or mirror tiers put in, so a topic it saw none of is a
+ * loss, not an absence.
  *
  * A window is open until `graceMs` after its end; once closed it is `complete` when every tier
  * matches what it is compared with, `short` when some tier has fewer (messages lost between
