@@ -9,7 +9,7 @@
  * Run through bench/peers/run.sh, which installs the brokers and clients first.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, lstatSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, lstatSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -139,9 +139,10 @@ async function settledBytes(dir, minMs = 2500, maxMs = 20000) {
 
 /**
  * Runs a command that prints one JSON object line on stdout; resolves with it. Calls onLine
- * with the parsed object as soon as it is printed. Kills the command after timeoutS.
+ * with the parsed object as soon as it is printed. Kills the command after timeoutS. A command
+ * that exits 0 without a result line fails the phase, unless expectResult is false.
  */
-function runJson(cmd, args, { timeoutS, cwd, onLine }) {
+function runJson(cmd, args, { timeoutS, cwd, onLine, expectResult = true }) {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     clientProcs.add(child);
@@ -183,10 +184,26 @@ function runJson(cmd, args, { timeoutS, cwd, onLine }) {
       clientProcs.delete(child);
       clearTimeout(timer);
       if (result?.error) reject(new Error(result.error.split('\n')[0]));
-      else if (code === 0) resolvePromise(result ?? {});
+      else if (code === 0 && (result || !expectResult)) resolvePromise(result ?? {});
+      else if (code === 0) reject(new Error(`${cmd} ${args.join(' ')} exited 0 without printing a result${err ? `: ${err.trim().split('\n').slice(-5).join(' | ')}` : ''}`));
       else reject(new Error(`${cmd} ${args.join(' ')} exited ${code ?? signal}${err ? `: ${err.trim().split('\n').slice(-5).join(' | ')}` : ''}`));
     });
   });
+}
+
+/** The last `n` lines of a broker log that say WARN or ERROR (or name an exception), shortened. */
+function brokerWarnings(file, n = 10) {
+  let text;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .filter((l) => /\b(WARN|WARNING|ERROR|FATAL)\b|Exception|Error:/.test(l) && !/^\s+at /.test(l))
+    .slice(-n)
+    .map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l));
 }
 
 const phaseTimeout = () => Math.max(10, Math.min(PHASE_TIMEOUT_S, Math.floor(remainingS())));
@@ -196,6 +213,7 @@ function peerClient(sys, srv, mode, dest, extra = []) {
   return runJson(process.execPath, [join(here, 'clients', `${sys.client}.mjs`), mode, '--port', String(srv.port), '--dest', dest, '--size', String(SIZE), '--timeout-s', String(timeoutS), ...extra], {
     cwd: here,
     timeoutS: timeoutS + 15,
+    expectResult: mode !== 'setup',
   });
 }
 
@@ -296,6 +314,11 @@ async function runSystem(sys) {
   } catch (e) {
     res.error = String(e?.message ?? e);
     log(`${sys.name}: FAILED: ${res.error}`);
+    if (srv?.logFile) {
+      // The broker's log goes with its temp dir: keep its last warnings and errors.
+      res.brokerLog = brokerWarnings(srv.logFile);
+      for (const l of res.brokerLog) log(`  broker: ${l}`);
+    }
   } finally {
     if (srv) {
       const t0 = Date.now();

@@ -8,6 +8,8 @@
  *          for a RECEIPT: the broker handles a connection's frames in order, so the receipt
  *          means every message has been taken in; the clock stops then.
  * consume: SUBSCRIBE with ack:auto and activemq.prefetchSize 1000, until N messages.
+ * An ERROR frame from the broker or the connection closing fails the phase (a JSON line with
+ * `error`, naming how many messages were sent or received by then).
  */
 import { once } from 'node:events';
 import { Client } from '@stomp/stompjs';
@@ -16,6 +18,7 @@ import { args, deadline, now, payloadOf, report, run, secondsSince, tick } from 
 
 const a = args();
 const destination = `/queue/${a.dest}`;
+const progress = { sent: 0, received: 0, over: false };
 
 run(async () => {
   let wrapper;
@@ -33,11 +36,23 @@ run(async () => {
   });
   client.activate();
   await Promise.race([connected, deadline(30000, 'connect')]);
+  // Once connected, an ERROR frame or the socket closing ends the phase with an error (else a
+  // phase awaiting a receipt, a message or 'drain' would just stop with nothing left to run).
+  const lost = new Promise((_, reject) => {
+    client.onStompError = (f) => reject(new Error(`STOMP ERROR from the broker: ${f.headers.message ?? ''}${f.body ? ` ${f.body.split('\n')[0]}` : ''}`));
+    client.onWebSocketClose = (e) => reject(new Error(`the broker closed the connection (${e?.wasClean === false ? 'with an error' : 'cleanly'})`));
+    client.onWebSocketError = (e) => reject(new Error(`socket error: ${e?.message?.message ?? e?.message ?? e}`));
+  }).catch((e) => {
+    throw new Error(`${e.message}; ${progress.sent} messages sent, ${progress.received} received`);
+  });
+  lost.catch(() => {}); // raced below; not an unhandled rejection when it fires after the phase
   try {
     if (a.mode === 'setup') return;
-    if (a.mode === 'produce') await Promise.race([produce(client, wrapper.socket), deadline(a.timeoutMs, 'produce')]);
-    else await Promise.race([consume(client), deadline(a.timeoutMs, 'consume')]);
+    if (a.mode === 'produce') await Promise.race([produce(client, wrapper.socket), lost, deadline(a.timeoutMs, 'produce')]);
+    else await Promise.race([consume(client), lost, deadline(a.timeoutMs, 'consume')]);
   } finally {
+    progress.over = true; // a phase that failed or timed out reports nothing after all
+    client.onWebSocketClose = () => {};
     await client.deactivate().catch(() => {});
   }
 });
@@ -57,12 +72,14 @@ async function produce(client, sock) {
     }
     sock.uncork();
     sent += b;
+    progress.sent = sent;
     if (sock.writableLength > 4 * 2 ** 20) await once(sock, 'drain');
     else await tick();
   }
   const published = secondsSince(t0);
   await received;
   const seconds = secondsSince(t0);
+  if (progress.over) return;
   report('produce', a.messages, a.messages * a.size, seconds, { batchSize: a.batch, publishedSeconds: published });
 }
 
@@ -75,12 +92,13 @@ async function consume(client) {
   client.subscribe(
     destination,
     (msg) => {
-      n++;
+      progress.received = ++n;
       bytes += msg.binaryBody.length;
       if (n === a.messages) done(secondsSince(t0));
     },
     { ack: 'auto', 'activemq.prefetchSize': '1000' },
   );
   const seconds = await finished;
+  if (progress.over) return;
   report('consume', n, bytes, seconds, { ack: 'auto', prefetch: 1000 });
 }

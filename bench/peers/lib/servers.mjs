@@ -202,6 +202,18 @@ export async function startRabbitmq(work) {
  * activemq-options: -Xms512M -Xmx512M, UseDedicatedTaskRunner=true), with a broker config of
  * only a STOMP connector on 127.0.0.1, JMX off, KahaDB in the temp dir syncing its journal
  * every second (asynchronous flush, like the other brokers) instead of on every write.
+ *
+ * Memory: the broker's memory limit (<systemUsage>) is a quarter of the heap, 128 MB. Debian's
+ * activemq.xml sets none, so it would be 1 GB, which the broker cuts to 70 % of the heap
+ * (358 MB). A queue's cursor keeps the messages sent to it in memory, besides storing them,
+ * until its share of that limit reaches 70 % or the limit is used up; a 200-byte message counts
+ * about 1.4 KB there but holds about 2 KB of heap. With 358 MB, the 1,000,000 unconsumed
+ * messages of bench50 keep about 190,000 of them (some 370 MB of heap), then bench1 caches more
+ * until the 512 MB heap is full and the batches-of-1 phase dies (with heap and backlog scaled
+ * down: back-to-back full GCs, then OutOfMemoryError, an ERROR frame and the connection
+ * closed). With 128 MB at most about 100,000 messages
+ * are cached (some 210 MB of heap); the others are read back from KahaDB. Store and temp limits
+ * are the broker's defaults (100 GB and 50 GB, cut to the free disk space).
  */
 export async function startActivemq(work) {
   const base = work;
@@ -218,6 +230,13 @@ export async function startActivemq(work) {
   http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd">
   <broker xmlns="http://activemq.apache.org/schema/core" brokerName="klogbench" useJmx="false"
           persistent="true" advisorySupport="false" schedulerSupport="false" dataDirectory="${dataDir}">
+    <systemUsage>
+      <systemUsage>
+        <memoryUsage><memoryUsage percentOfJvmHeap="25"/></memoryUsage>
+        <storeUsage><storeUsage limit="100 gb"/></storeUsage>
+        <tempUsage><tempUsage limit="50 gb"/></tempUsage>
+      </systemUsage>
+    </systemUsage>
     <persistenceAdapter>
       <kahaDB directory="${join(dataDir, 'kahadb')}" journalDiskSyncStrategy="periodic" journalDiskSyncInterval="1000"/>
     </persistenceAdapter>
@@ -226,6 +245,18 @@ export async function startActivemq(work) {
     </transportConnectors>
   </broker>
 </beans>
+`,
+  );
+  // Debian's activemq logs through log4j 1.2 and ships no configuration for it: without this
+  // one the broker's warnings and errors (flow control, exceptions) are lost.
+  writeFileSync(
+    join(conf, 'log4j.properties'),
+    `log4j.rootLogger=INFO, out
+log4j.logger.org.springframework=WARN
+log4j.logger.org.apache.xbean=WARN
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.layout=org.apache.log4j.PatternLayout
+log4j.appender.out.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1} - %m%n
 `,
   );
   const logFile = join(work, 'broker.log');
@@ -242,6 +273,7 @@ export async function startActivemq(work) {
     '--add-opens', 'java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED',
     '--add-opens', 'java.base/java.util.concurrent=ALL-UNNAMED',
     '--add-opens', 'java.base/java.util.concurrent.atomic=ALL-UNNAMED',
+    `-Dlog4j.configuration=file:${join(conf, 'log4j.properties')}`,
     `-Dactivemq.classpath=${conf}`,
     '-Dactivemq.home=/usr/share/activemq',
     `-Dactivemq.base=${base}`,
