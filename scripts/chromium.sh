@@ -17,16 +17,8 @@ is_installed() {
   [ -x "$CHROMIUM" ]
 }
 
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then
-    "$@"
-  elif command -v sudo >/dev/null 2>&1; then
-    sudo "$@"
-  else
-    log "installing needs root (or sudo): $*"
-    return 1
-  fi
-}
+# shellcheck source=apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 cmd_install() {
   if is_installed; then
@@ -37,14 +29,7 @@ cmd_install() {
     log "apt-get not found: install Chromium by hand ($CHROMIUM expected)"
     return 1
   fi
-  local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
-    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
-  log "installing the Debian package chromium"
-  if ! as_root "${apt[@]}" install --no-install-recommends chromium; then
-    log "install failed; refreshing the package lists and retrying"
-    as_root "${apt[@]}" update
-    as_root "${apt[@]}" install --no-install-recommends chromium
-  fi
+  apt_install chromium
   is_installed || { log "the package installed but $CHROMIUM is missing"; return 1; }
   log "installed ($("$CHROMIUM" --version 2>/dev/null || echo "version unknown"))"
 }

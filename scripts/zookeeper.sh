@@ -39,16 +39,8 @@ is_installed() {
   [ -f "$ZK_JAR" ] && command -v java >/dev/null 2>&1
 }
 
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then
-    "$@"
-  elif command -v sudo >/dev/null 2>&1; then
-    sudo "$@"
-  else
-    log "installing needs root (or sudo): $*"
-    return 1
-  fi
-}
+# shellcheck source=apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 cmd_install() {
   if is_installed; then
@@ -59,14 +51,7 @@ cmd_install() {
     log "apt-get not found: install Apache ZooKeeper 3.x and Java by hand ($ZK_JAR expected)"
     return 1
   fi
-  local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
-    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
-  log "installing the Debian package zookeeper"
-  if ! as_root "${apt[@]}" install --no-install-recommends zookeeper; then
-    log "install failed; refreshing the package lists and retrying"
-    as_root "${apt[@]}" update
-    as_root "${apt[@]}" install --no-install-recommends zookeeper
-  fi
+  apt_install zookeeper
   is_installed || { log "the package installed but $ZK_JAR or java is missing"; return 1; }
   log "installed"
 }

@@ -12,7 +12,7 @@
  * shared with {@link ZkProducer}.
  */
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
-import { AuditCounter, type AuditOptions, sendAudited } from './audit/audit-counter.js';
+import { type AuditCounter, type AuditOptions, producerAuditCounter, sendAudited } from './audit/audit-counter.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
@@ -115,16 +115,7 @@ export class Producer {
     this.brokers = addresses.map(({ host, port }) => this.pool.broker(host, port));
     this.partitioner = options.partitioner ?? hashPartitioner;
     this.logger = options.logger;
-    this.audit =
-      options.audit &&
-      new AuditCounter({
-        ...options.audit,
-        tier: 'producer',
-        host: options.audit.host ?? options.metadataHost,
-        send: (topic, records) => this.send(topic, records),
-        onPublishError: (err) => this.logger?.warn({ err }, 'publishing audit counts failed; retrying at the next interval'),
-      });
-    this.audit?.start();
+    this.audit = producerAuditCounter(options, (topic, records) => this.send(topic, records), this.logger);
   }
 
   /**

@@ -31,7 +31,7 @@
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
 import { type BrokerInfo, silentLogger, ZkClient, type ZkLogger } from '@klog/zk-registry';
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
-import { AuditCounter, type AuditOptions, sendAudited } from './audit/audit-counter.js';
+import { type AuditCounter, type AuditOptions, producerAuditCounter, sendAudited } from './audit/audit-counter.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
@@ -149,16 +149,7 @@ export class ZkProducer {
   constructor(options: ZkProducerOptions) {
     this.logger = options.logger ?? silentLogger;
     this.pool = new ProducerPool({ ...options, stampMetadata: options.stampMetadata === true || options.audit !== undefined, logger: this.logger });
-    this.audit =
-      options.audit &&
-      new AuditCounter({
-        ...options.audit,
-        tier: 'producer',
-        host: options.audit.host ?? options.metadataHost,
-        send: (topic, records) => this.send(topic, records),
-        onPublishError: (err) => this.logger.warn({ err }, 'publishing audit counts failed; retrying at the next interval'),
-      });
-    this.audit?.start();
+    this.audit = producerAuditCounter(options, (topic, records) => this.send(topic, records), this.logger);
     this.partitioner = options.partitioner ?? hashPartitioner;
     this.zookeeper = options.zookeeper;
     this.zkSessionTimeoutMs = options.zkSessionTimeoutMs;

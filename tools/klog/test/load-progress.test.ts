@@ -1,20 +1,9 @@
 /** The progress display of `klog load`: a bar redrawn in place on a terminal, plain lines elsewhere. */
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { sink as ttySink, type TtySink } from './tty-sink.js';
 import { formatBytes, Progress } from '../src/load/progress.js';
 
-function sink(tty: boolean): Writable & { text: string; isTTY: boolean; columns: number } {
-  const s = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      s.text += chunk.toString();
-      done();
-    },
-  }) as Writable & { text: string; isTTY: boolean; columns: number };
-  s.text = '';
-  s.isTTY = tty;
-  s.columns = 120;
-  return s;
-}
+const sink = (tty: boolean): TtySink => ttySink(tty, 120);
 
 /** What a terminal would show: the text with cursor movements and line clears taken out. */
 const frames = (text: string): string[] =>

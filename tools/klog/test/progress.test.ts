@@ -1,20 +1,9 @@
 /** The shared progress display (src/progress.ts): drawn only on a terminal, never when disabled, cleared on stop. */
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { sink as ttySink, type TtySink } from './tty-sink.js';
 import { createProgress, formatCount, RecentRate } from '../src/progress.js';
 
-function sink(tty: boolean): Writable & { text: string; isTTY: boolean; columns: number } {
-  const s = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      s.text += chunk.toString();
-      done();
-    },
-  }) as Writable & { text: string; isTTY: boolean; columns: number };
-  s.text = '';
-  s.isTTY = tty;
-  s.columns = 60;
-  return s;
-}
+const sink = (tty: boolean): TtySink => ttySink(tty, 60);
 
 describe('progress display', () => {
   it('on a terminal: draws the bar and the status at once, logs lines above it, and clears it on stop', () => {

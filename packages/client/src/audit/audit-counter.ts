@@ -172,6 +172,29 @@ export class AuditCounter {
 }
 
 /**
+ * The counter of a producer made with the `audit` option (tier `producer`), publishing on its
+ * timer through the producer's own `send`; undefined without the option. Its host is the audit
+ * option's, else the producer's `metadataHost`, else this machine's.
+ * @throws RangeError for a bad window or publish interval
+ */
+export function producerAuditCounter(
+  options: { readonly audit?: AuditOptions; readonly metadataHost?: string },
+  send: AuditCounterOptions['send'],
+  logger: { warn(obj: object, msg?: string): void } | undefined,
+): AuditCounter | undefined {
+  if (options.audit === undefined) return undefined;
+  const counter = new AuditCounter({
+    ...options.audit,
+    tier: 'producer',
+    host: options.audit.host ?? options.metadataHost,
+    send,
+    onPublishError: (err) => logger?.warn({ err }, 'publishing audit counts failed; retrying at the next interval'),
+  });
+  counter.start();
+  return counter;
+}
+
+/**
  * A producer's send with auditing: records without a creation time get the time of the call
  * (so that the time counted is the time stored), and every record is counted once `send`
  * resolved (acks 0: batched; acks 1-2: acknowledged). Without a counter, or for the audit topic
