@@ -3,6 +3,7 @@
  * its earliest offset to its end when the read began.
  */
 import { type AuditEvent, decodeAuditEvent } from '@klog/client';
+import { OffsetRegistry } from '@klog/zk-registry';
 import type { Cluster } from './cluster.js';
 import { scanPartition } from './cluster.js';
 
@@ -17,20 +18,28 @@ export interface AuditLog {
 
 /**
  * Reads every audit event of `cluster`'s `auditTopic` (none when the topic does not exist).
- * A partition whose broker is down is listed in `unreadable`, not thrown: the report then
- * lacks those events and says so.
+ * A partition that cannot be read is listed in `unreadable`, not thrown: the report then lacks
+ * those events and says so. The end read of each partition is recorded as `group`'s offset, so
+ * that a partition of the audit topic whose broker is down later (and so is not registered) is
+ * known and listed as unreadable too.
  */
-export async function readAuditLog(cluster: Cluster, auditTopic: string): Promise<AuditLog> {
+export async function readAuditLog(cluster: Cluster, auditTopic: string, group: string): Promise<AuditLog> {
   const events: AuditEvent[] = [];
   let undecodable = 0;
   const unreadable: string[] = [];
-  for (const p of await cluster.topicPartitions(auditTopic)) {
+  const offsets = new OffsetRegistry(cluster.zk);
+  const partitions = await cluster.topicPartitions(auditTopic);
+  for (const o of await offsets.list(group, auditTopic)) {
+    if (!partitions.some((p) => p.brokerId === o.brokerId && p.partition === o.partition)) unreadable.push(`${o.brokerId}-${o.partition}: read before, not registered now (its broker is down)`);
+  }
+  for (const p of partitions) {
     try {
       const consumer = await cluster.consumer(p);
       const from = await consumer.earliestOffset(p.topic, p.partition);
       const to = await consumer.latestOffset(p.topic, p.partition);
       await scanPartition(consumer, p, from, to, (messages) => {
         for (const m of messages) {
+          if (m.offset >= to) return; // published after the read began: the next read's
           try {
             events.push(decodeAuditEvent(m.payload));
           } catch {
@@ -38,6 +47,7 @@ export async function readAuditLog(cluster: Cluster, auditTopic: string): Promis
           }
         }
       });
+      await offsets.commit(group, auditTopic, p, to);
     } catch (err) {
       unreadable.push(`${p.brokerId}-${p.partition}: ${(err as Error).message}`);
     }

@@ -3,30 +3,40 @@
  * it needs is inline (styles, data, the chart library), so it opens from a file or an e-mail
  * attachment with no network, and its Content-Security-Policy forbids any fetch.
  *
- * The page, from an {@link AuditReport}:
+ * The page, from an {@link AuditReport} and the warnings `klog-audit` printed:
  * - a header: when it was generated, window length, grace, the clusters in flow order, the
- *   tiers, and the summary (windows, open, complete, short, over, messages missing and extra,
- *   events ignored and why);
- * - the discrepancies of closed windows (first: they are what to act on): topic (a link to its
+ *   tiers, and the summary (windows, open, incomplete, complete, short, over, messages missing
+ *   and extra, events ignored and why);
+ * - when there is any, the "Not judged / warnings" section (`#warnings`): the counts known to be
+ *   partial (`report.incomplete`, each `cluster / tier / topic: reason`, "all tiers" and "all
+ *   topics" where the entry names none), whose closed windows are `incomplete` and not judged,
+ *   then the warning lines (partitions not counted, ranges retention deleted, messages without
+ *   a creation time), each as given;
+ * - the discrepancies of closed windows (they are what to act on): topic (a link to its
  *   section), window start (ISO 8601, UTC), tier, the tier(s) it is compared with, and the
  *   messages missing or extra;
  * - then per topic (sorted as the report sorts them): a line chart of the count of every tier in
  *   every window (windows on the x axis, one series per tier; short windows on a red band, over
- *   windows on an amber one, open windows on a grey one; a tier that counted fewer than it was
- *   compared with is a red triangle, more an amber diamond), then a table with a row per
- *   window (short rows red, over rows amber, open rows grey) and a column per tier, each cell
- *   the tier's count and its diff against what it is compared with (`±0`, `−n`, `+n`; `origin`
- *   for a tier compared with nothing; the tiers compared with are named in the cell's title
- *   where a discrepancy names them, as the report does not carry them otherwise).
+ *   windows on an amber one, incomplete windows on a violet hatched one, open windows on a grey
+ *   one; a tier that counted fewer than it was compared with is a red triangle, more an amber
+ *   diamond, a count known to be partial a violet cross), then a table with a row per window
+ *   (short rows red, over rows amber, incomplete rows violet and striped, open rows grey) and a
+ *   column per tier, each cell the tier's count and its diff against what it is compared with
+ *   (`±0`, `−n`, `+n`, bold and coloured only in judged windows; `origin` for a tier compared
+ *   with nothing; `partial` for a count known to be partial; the tiers compared with are named
+ *   in the cell's title where a discrepancy names them, as the report does not carry them
+ *   otherwise). An incomplete window's status badge has the reasons in its title.
  *
  * Tables and lists are plain HTML (readable with scripts off); the charts are drawn by Chart.js
  * (the package `chart.js`, its UMD build read from node_modules when rendering and inlined).
- * Every string from the report (topic, cluster and tier names) is HTML-escaped where it goes
+ * Every string from the report (topic, cluster and tier names, reasons) and every warning is
+ * HTML-escaped where it goes
  * into markup, and the chart data goes in as JSON in a non-executed `<script
  * type="application/json">` with `<`, `>`, `&`, U+2028 and U+2029 written as `\uXXXX`, so no
  * name can close the element or run as code. The two executed scripts are allowed by hash.
  *
- * Hooks for tests and tools: each table row has `data-status` (`open|complete|short|over`),
+ * Hooks for tests and tools: each table row has `data-status`
+ * (`open|incomplete|complete|short|over`; a discrepancy row `short|over`),
  * each chart canvas `data-topic-index`, and once every chart is drawn `<body>` gets
  * `data-charts-ready="<number of charts>"`.
  */
@@ -35,13 +45,15 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import escapeHtml from 'escape-html';
-import type { AuditReport, Discrepancy, TierCount, WindowRow, WindowStatus } from './reconcile.js';
+import type { AuditReport, Discrepancy, IncompleteTier, TierCount, WindowRow, WindowStatus } from './reconcile.js';
 
 /**
  * Renders the report as a complete HTML document (UTF-8, starts with `<!doctype html>`).
+ * @param warnings the lines `klog-audit` printed as warnings (without its `klog-audit: warning: `
+ *   prefix), e.g. `online: clicks 1-0 not counted: …`; shown as text in "Not judged / warnings"
  * @throws Error when the chart library cannot be found in node_modules
  */
-export function renderHtmlReport(report: AuditReport): string {
+export function renderHtmlReport(report: AuditReport, warnings: readonly string[] = []): string {
   const topics = groupByTopic(report.windows);
   const chartData = chartDataOf(report, topics);
   const library = chartLibrary();
@@ -83,6 +95,7 @@ export function renderHtmlReport(report: AuditReport): string {
 <ul class="summary" id="summary">
 ${card('windows', s.windows, '')}
 ${card('open', s.open, s.open > 0 ? 'open' : '')}
+${card('incomplete', s.incomplete, s.incomplete > 0 ? 'incomplete' : '', s.incomplete > 0 ? 'closed, not judged: some counts are partial' : undefined)}
 ${card('complete', s.complete, s.complete > 0 ? 'complete' : '')}
 ${card('short', s.short, s.short > 0 ? 'short' : '')}
 ${card('over', s.over, s.over > 0 ? 'over' : '')}
@@ -92,12 +105,14 @@ ${card('events ignored', ignoredTotal, '', `duplicates ${num(ig.duplicateEvents)
 </ul>
 <p class="legend"><span class="swatch short"></span>short: a tier counted fewer than it was compared with (messages lost)
 <span class="swatch over"></span>over: more (duplicates)
+<span class="swatch incomplete"></span>incomplete: some counts are partial (a partition not read, or a tier's windows do not fit); not judged
 <span class="swatch open"></span>open: within the grace after the window's end, not judged yet</p>
 </header>
 <main>`);
 
   const topicIndex = new Map(topics.map(([topic], i) => [topic, i]));
-  out.push(discrepancySection(report.discrepancies, topicIndex));
+  if (report.incomplete.length > 0 || warnings.length > 0) out.push(warningSection(report, warnings, topicIndex));
+  out.push(discrepancySection(report.discrepancies, topicIndex, s.incomplete));
   if (topics.length === 0) out.push('<p class="empty">No audit events: nothing to reconcile.</p>');
   topics.forEach(([topic, rows], i) => out.push(topicSection(report, topic, rows, i)));
 
@@ -127,7 +142,8 @@ export function scriptJson(value: unknown): string {
 
 /** `2024-05-01T10:00:00Z` (UTC; milliseconds only when not 0). */
 export function isoTime(ms: number): string {
-  return new Date(ms).toISOString().replace('.000Z', 'Z');
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? `${ms} ms` : d.toISOString().replace('.000Z', 'Z');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -142,14 +158,19 @@ interface ChartData {
       readonly tier: string;
       readonly color: string;
       readonly counts: readonly (number | null)[];
-      /** Per window: the tier's diff when the window is closed and it is not 0, else null. */
+      /** Per window: the tier's diff when the window is judged and it is not 0, else null. */
       readonly diffs: readonly (number | null)[];
+      /** Per window: true when the tier's count there is known to be partial. */
+      readonly partial: readonly boolean[];
     }[];
   }[];
 }
 
-/** Series colours, by tier position; none is red or amber, which mark discrepancies. */
-const palette = ['#1f6fb4', '#7cc47f', '#8e5cc7', '#263238', '#0f9fb0', '#d45ab0', '#8a6a4f', '#9aa31c'];
+/**
+ * Series colours, by tier position; none is red, amber, violet or grey, which mark short, over,
+ * incomplete and open windows.
+ */
+const palette = ['#1f6fb4', '#7cc47f', '#263238', '#0f9fb0', '#8a6a4f', '#9aa31c', '#2e7d32', '#0b3d91'];
 
 function groupByTopic(windows: readonly WindowRow[]): [string, WindowRow[]][] {
   const byTopic = new Map<string, WindowRow[]>();
@@ -174,30 +195,66 @@ function colorOf(report: AuditReport, tier: string): string {
   return palette[(i < 0 ? report.tiers.length : i) % palette.length]!;
 }
 
+/** Whether `entry` covers the count of tier `tier` (`cluster/kind`) for `topic`. */
+function covers(report: AuditReport, entry: IncompleteTier, tier: string, topic: string): boolean {
+  const t = report.tiers.find((x) => x.id === tier);
+  return t !== undefined && entry.cluster === t.cluster && (entry.tier === undefined || entry.tier === t.kind) && (entry.topic === undefined || entry.topic === topic);
+}
+
+/** The tiers among `tiers` whose counts of `topic` are known to be partial. */
+function partialTiers(report: AuditReport, topic: string, tiers: readonly string[]): Set<string> {
+  return new Set(tiers.filter((t) => report.incomplete.some((i) => covers(report, i, t, topic))));
+}
+
+/**
+ * Why the windows of `topic` (counted by `tiers`) are not judged: the entries covering one of
+ * its tiers, and those naming the topic for a tier it has no count of (events left out whole).
+ */
+function reasonsFor(report: AuditReport, topic: string, tiers: readonly string[]): IncompleteTier[] {
+  return report.incomplete.filter((i) => i.topic === topic || tiers.some((t) => covers(report, i, t, topic)));
+}
+
+/** `online / consumer / clicks: reason`, "all tiers" and "all topics" where the entry names none. */
+function incompleteText(i: IncompleteTier): string {
+  return `${i.cluster} / ${i.tier ?? 'all tiers'} / ${i.topic ?? 'all topics'}: ${i.reason}`;
+}
+
 function chartDataOf(report: AuditReport, topics: readonly [string, WindowRow[]][]): ChartData {
   return {
-    topics: topics.map(([, rows]) => ({
-      labels: rows.map((r) => axisLabel(r.windowStart, report.windowMs)),
-      windows: rows.map((r) => `${isoTime(r.windowStart)} – ${isoTime(r.windowEnd)}`),
-      statuses: rows.map((r) => r.status),
-      series: tiersOf(report, rows).map((tier) => ({
-        tier,
-        color: colorOf(report, tier),
-        counts: rows.map((r) => r.counts.find((c) => c.tier === tier)?.count ?? null),
-        diffs: rows.map((r) => {
-          const diff = r.counts.find((c) => c.tier === tier)?.diff;
-          return r.status !== 'open' && diff !== undefined && diff !== 0 ? diff : null;
-        }),
-      })),
-    })),
+    topics: topics.map(([topic, rows]) => {
+      const tiers = tiersOf(report, rows);
+      const partial = partialTiers(report, topic, tiers);
+      return {
+        labels: rows.map((r) => axisLabel(r.windowStart, report.windowMs)),
+        windows: rows.map((r) => `${isoTime(r.windowStart)} – ${isoTime(r.windowEnd)}`),
+        statuses: rows.map((r) => r.status),
+        series: tiers.map((tier) => ({
+          tier,
+          color: colorOf(report, tier),
+          counts: rows.map((r) => r.counts.find((c) => c.tier === tier)?.count ?? null),
+          diffs: rows.map((r) => {
+            const diff = r.counts.find((c) => c.tier === tier)?.diff;
+            return judged(r.status) && diff !== undefined && diff !== 0 ? diff : null;
+          }),
+          partial: rows.map((r) => partial.has(tier) && r.counts.some((c) => c.tier === tier)),
+        })),
+      };
+    }),
   };
+}
+
+/** Whether a window of this status was judged (its diffs are losses or duplicates). */
+function judged(status: WindowStatus): boolean {
+  return status === 'complete' || status === 'short' || status === 'over';
 }
 
 function topicSection(report: AuditReport, topic: string, rows: readonly WindowRow[], index: number): string {
   const tiers = tiersOf(report, rows);
-  const counts = { short: 0, over: 0, open: 0 };
+  const partial = partialTiers(report, topic, tiers);
+  const reasons = reasonsFor(report, topic, tiers).map(incompleteText).join('\n');
+  const counts = { short: 0, over: 0, incomplete: 0, open: 0 };
   for (const r of rows) if (r.status !== 'complete') counts[r.status]++;
-  const badges = (['short', 'over', 'open'] as const)
+  const badges = (['short', 'over', 'incomplete', 'open'] as const)
     .filter((k) => counts[k] > 0)
     .map((k) => `<span class="badge ${k}">${counts[k]} ${k}</span>`)
     .join(' ');
@@ -208,8 +265,9 @@ function topicSection(report: AuditReport, topic: string, rows: readonly WindowR
   const head = tiers.map((t) => `<th class="num" style="border-top-color:${colorOf(report, t)}">${esc(t)}</th>`).join('');
   const body = rows
     .map((r) => {
-      const cells = tiers.map((t) => countCell(r.counts.find((c) => c.tier === t), r, against.get(`${r.windowStart}\0${t}`))).join('');
-      return `<tr class="status-${r.status}" data-status="${r.status}"><td class="time">${esc(isoTime(r.windowStart))}</td><td><span class="badge ${r.status}">${r.status}</span></td>${cells}</tr>`;
+      const cells = tiers.map((t) => countCell(r.counts.find((c) => c.tier === t), r, against.get(`${r.windowStart}\0${t}`), partial.has(t))).join('');
+      const why = r.status === 'incomplete' && reasons ? ` title="${esc(`not judged, some counts are partial:\n${reasons}`)}"` : '';
+      return `<tr class="status-${r.status}" data-status="${r.status}"><td class="time">${esc(isoTime(r.windowStart))}</td><td><span class="badge ${r.status}"${why}>${r.status}</span></td>${cells}</tr>`;
     })
     .join('\n');
   return `<section class="topic" id="topic-${index}">
@@ -224,19 +282,61 @@ ${body}
 </section>`;
 }
 
-function countCell(c: TierCount | undefined, row: WindowRow, against: string | undefined): string {
+/**
+ * One tier's cell: count, then its diff (`pending` styling in windows not judged) or `origin`,
+ * then `partial` when the count is known to be partial.
+ */
+function countCell(c: TierCount | undefined, row: WindowRow, against: string | undefined, partial: boolean): string {
   if (!c) return '<td class="num muted">—</td>';
   const count = `<span class="count">${num(c.count)}</span>`;
-  if (c.expected === undefined) return `<td class="num" title="origin: compared with nothing">${count} <span class="diff origin">origin</span></td>`;
+  const tag = partial ? ' <span class="diff partial">partial</span>' : '';
+  const note = partial ? '; partial: some of its messages were not counted' : '';
+  if (c.expected === undefined) return `<td class="num${partial ? ' cell-partial' : ''}" title="${esc(`origin: compared with nothing${note}`)}">${count} <span class="diff origin">origin</span>${tag}</td>`;
   const diff = c.diff ?? 0;
-  const kind = diff === 0 ? 'even' : row.status === 'open' ? 'pending' : diff < 0 ? 'short' : 'over';
-  const title = `expected ${num(c.expected)}${against ? ` (${against})` : ''}, diff ${signed(diff)}`;
-  return `<td class="num cell-${kind}" title="${esc(title)}">${count} <span class="diff ${kind}">${esc(signed(diff))}</span></td>`;
+  const kind = diff === 0 ? 'even' : !judged(row.status) ? 'pending' : diff < 0 ? 'short' : 'over';
+  const title = `expected ${num(c.expected)}${against ? ` (${against})` : ''}, diff ${signed(diff)}${judged(row.status) ? '' : ' (not judged)'}${note}`;
+  return `<td class="num cell-${kind}${partial ? ' cell-partial' : ''}" title="${esc(title)}">${count} <span class="diff ${kind}">${esc(signed(diff))}</span>${tag}</td>`;
 }
 
-function discrepancySection(list: readonly Discrepancy[], topicIndex: ReadonlyMap<string, number>): string {
+/**
+ * "Not judged / warnings": the counts known to be partial (each linking to its topic where it
+ * names one the page has), then the warning lines.
+ */
+function warningSection(report: AuditReport, warnings: readonly string[], topicIndex: ReadonlyMap<string, number>): string {
+  const parts: string[] = [];
+  if (report.incomplete.length > 0) {
+    const n = report.summary.incomplete;
+    const items = report.incomplete
+      .map((i) => {
+        const index = i.topic === undefined ? undefined : topicIndex.get(i.topic);
+        const topic = index === undefined ? esc(i.topic ?? 'all topics') : `<a href="#topic-${index}">${esc(i.topic!)}</a>`;
+        return `<li class="incomplete-entry"><span class="where">${esc(i.cluster)} / ${esc(i.tier ?? 'all tiers')} / ${topic}</span>: ${esc(i.reason)}</li>`;
+      })
+      .join('\n');
+    parts.push(`<h3>Counts known to be partial: ${num(n)} closed ${n === 1 ? 'window' : 'windows'} not judged</h3>
+<ul class="incomplete-list">
+${items}
+</ul>`);
+  }
+  if (warnings.length > 0) {
+    parts.push(`<h3>Warnings</h3>
+<ul class="warning-list">
+${warnings.map((w) => `<li class="warning">${esc(w)}</li>`).join('\n')}
+</ul>`);
+  }
+  return `<section class="warnings" id="warnings" role="note">
+<h2>Not judged / warnings <span class="badge incomplete">${num(report.incomplete.length + warnings.length)}</span></h2>
+${parts.join('\n')}
+</section>`;
+}
+
+function discrepancySection(list: readonly Discrepancy[], topicIndex: ReadonlyMap<string, number>, incomplete: number): string {
   if (list.length === 0) {
-    return `<section class="discrepancies"><h2>Discrepancies</h2><p class="empty">None: every closed window matches.</p></section>`;
+    const none =
+      incomplete === 0
+        ? 'None: every closed window matches.'
+        : `None among the windows judged; ${num(incomplete)} closed ${incomplete === 1 ? 'window was' : 'windows were'} not judged (see Not judged / warnings).`;
+    return `<section class="discrepancies"><h2>Discrepancies</h2><p class="empty">${none}</p></section>`;
   }
   const rows = list
     .map(
@@ -321,7 +421,7 @@ function chartLibrary(): string {
 }
 
 const css = `
-:root { --short: #c62828; --short-bg: #fde2e1; --over: #b26a00; --over-bg: #fff0c7; --open: #6b7280; --open-bg: #eceff3; --line: #d8dde4; }
+:root { --short: #c62828; --short-bg: #fde2e1; --over: #b26a00; --over-bg: #fff0c7; --open: #6b7280; --open-bg: #eceff3; --incomplete: #6d28d9; --incomplete-bg: #efe8fd; --incomplete-stripes: repeating-linear-gradient(135deg, #efe8fd 0 6px, #e2d6fb 6px 9px); --line: #d8dde4; }
 * { box-sizing: border-box; }
 body { margin: 0; padding: 24px 32px 48px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1b1f24; background: #fff; }
 h1 { font-size: 22px; margin: 0 0 12px; }
@@ -342,6 +442,8 @@ h2 .label { color: #6b7280; font-weight: normal; font-size: 13px; }
 .card.over { background: var(--over-bg); border-color: var(--over); }
 .card.over .value { color: var(--over); }
 .card.open { background: var(--open-bg); }
+.card.incomplete { background: var(--incomplete-stripes); border-color: var(--incomplete); }
+.card.incomplete .value { color: var(--incomplete); }
 .card.complete .value { color: #2a7d3b; }
 .legend { color: #4b5563; font-size: 13px; margin: 6px 0 0; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -1px; margin: 0 4px 0 14px; }
@@ -349,6 +451,14 @@ h2 .label { color: #6b7280; font-weight: normal; font-size: 13px; }
 .swatch.short { background: var(--short-bg); border: 1px solid var(--short); }
 .swatch.over { background: var(--over-bg); border: 1px solid var(--over); }
 .swatch.open { background: var(--open-bg); border: 1px solid var(--open); }
+.swatch.incomplete { background: var(--incomplete-stripes); border: 1px solid var(--incomplete); }
+.warnings { border: 2px solid var(--incomplete); border-left-width: 6px; border-radius: 6px; background: var(--incomplete-bg); padding: 12px 16px; }
+.warnings h2 { color: var(--incomplete); }
+.warnings h3 { font-size: 14px; margin: 10px 0 4px; }
+.warnings ul { margin: 0; padding-left: 20px; }
+.warnings li { margin: 2px 0; overflow-wrap: anywhere; }
+.warnings .where { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-weight: 600; }
+.warning-list li { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: 13px; }
 section { margin: 28px 0 0; padding-top: 18px; border-top: 1px solid var(--line); }
 .chart { position: relative; height: 300px; margin: 0 0 14px; }
 table { border-collapse: collapse; font-size: 13px; }
@@ -368,10 +478,14 @@ tr.status-over td { background: var(--over-bg); }
 tr.status-over td:first-child { box-shadow: inset 4px 0 var(--over); }
 tr.status-open td { background: var(--open-bg); color: #4b5563; }
 tr.status-open td:first-child { box-shadow: inset 4px 0 var(--open); }
+tr.status-incomplete td { background: var(--incomplete-stripes); }
+tr.status-incomplete td:first-child { box-shadow: inset 4px 0 var(--incomplete); }
+.diff.partial { color: var(--incomplete); font-weight: 700; }
 .badge { display: inline-block; border-radius: 10px; padding: 0 8px; font-size: 12px; font-weight: 600; background: #e5e7eb; color: #374151; }
 .badge.short { background: var(--short); color: #fff; }
 .badge.over { background: var(--over); color: #fff; }
 .badge.open { background: var(--open); color: #fff; }
+.badge.incomplete { background: var(--incomplete); color: #fff; }
 .badge.complete { background: #d7efdc; color: #1f6b30; }
 .muted { color: #9ca3af; }
 .empty { color: #4b5563; }
@@ -385,13 +499,14 @@ const clientScript = `
 (function () {
   'use strict';
   var data = JSON.parse(document.getElementById('audit-data').textContent);
-  var band = { short: 'rgba(198, 40, 40, 0.13)', over: 'rgba(230, 150, 0, 0.18)', open: 'rgba(107, 114, 128, 0.12)' };
-  var mark = { short: '#c62828', over: '#e69600' };
+  var band = { short: 'rgba(198, 40, 40, 0.13)', over: 'rgba(230, 150, 0, 0.18)', incomplete: 'rgba(109, 40, 217, 0.07)', open: 'rgba(107, 114, 128, 0.12)' };
+  var hatch = { incomplete: 'rgba(109, 40, 217, 0.28)' };
+  var mark = { short: '#c62828', over: '#e69600', incomplete: '#6d28d9' };
   var drawn = 0;
   function fmt(n) { return n === null || n === undefined ? 'none' : n.toLocaleString('en-US'); }
   function byDataset(a, b) { return a.datasetIndex - b.datasetIndex; }
   function signed(n) { return n === 0 ? '\\u00b10' : n > 0 ? '+' + fmt(n) : '\\u2212' + fmt(-n); }
-  // Shades the windows that are short, over or open behind the lines.
+  // Shades the windows that are short, over, incomplete (hatched) or open behind the lines.
   var bands = {
     id: 'auditBands',
     beforeDatasetsDraw: function (chart) {
@@ -406,6 +521,19 @@ const clientScript = `
         var right = Math.min(area.right, x.getPixelForValue(i) + step / 2);
         ctx.fillStyle = fill;
         ctx.fillRect(left, area.top, right - left, area.bottom - area.top);
+        var lines = hatch[t.statuses[i]];
+        if (!lines) continue;
+        var height = area.bottom - area.top;
+        ctx.save();
+        ctx.beginPath();
+        ctx.rect(left, area.top, right - left, height);
+        ctx.clip();
+        ctx.strokeStyle = lines;
+        ctx.lineWidth = 1;
+        ctx.beginPath();
+        for (var s = left - height; s < right; s += 8) { ctx.moveTo(s, area.bottom); ctx.lineTo(s + height, area.top); }
+        ctx.stroke();
+        ctx.restore();
       }
       ctx.restore();
     }
@@ -444,26 +572,31 @@ const clientScript = `
         order: 1 + (n - 1 - i)
       };
     });
-    // Discrepancies of closed windows as markers above every line, one series per kind.
-    ['short', 'over'].forEach(function (kind) {
+    // Discrepancies of judged windows, and counts known to be partial, as markers above every
+    // line, one series per kind.
+    var labels = { short: 'short: fewer than compared with', over: 'over: more than compared with', incomplete: 'partial count: not judged' };
+    var styles = { short: 'triangle', over: 'rectRot', incomplete: 'crossRot' };
+    ['short', 'over', 'incomplete'].forEach(function (kind) {
       var points = [];
       t.series.forEach(function (s) {
-        s.diffs.forEach(function (d, i) {
-          if (d !== null && (d < 0) === (kind === 'short')) points.push({ x: t.labels[i], y: s.counts[i], tier: s.tier, diff: d });
+        s.counts.forEach(function (c, i) {
+          var d = s.diffs[i];
+          var hit = kind === 'incomplete' ? s.partial[i] && c !== null : d !== null && (d < 0) === (kind === 'short');
+          if (hit) points.push({ x: t.labels[i], y: c, tier: s.tier, diff: d });
         });
       });
       if (points.length === 0) return;
       datasets.push({
-        label: kind === 'short' ? 'short: fewer than compared with' : 'over: more than compared with',
+        label: labels[kind],
         data: points,
         marker: true,
         showLine: false,
-        borderColor: '#ffffff',
+        borderColor: kind === 'incomplete' ? mark[kind] : '#ffffff',
         backgroundColor: mark[kind],
-        pointStyle: kind === 'short' ? 'triangle' : 'rectRot',
+        pointStyle: styles[kind],
         pointRadius: 9,
         pointHoverRadius: 11,
-        pointBorderWidth: 1.5,
+        pointBorderWidth: kind === 'incomplete' ? 3 : 1.5,
         order: 0
       });
     });
@@ -490,7 +623,7 @@ const clientScript = `
               title: function (items) { return items.length ? t.windows[items[0].dataIndex] + ' (' + t.statuses[items[0].dataIndex] + ')' : ''; },
               label: function (item) {
                 var s = t.series[item.datasetIndex], d = s.diffs[item.dataIndex];
-                return s.tier + ': ' + fmt(s.counts[item.dataIndex]) + (d === null || d === undefined ? '' : ' (' + signed(d) + ')');
+                return s.tier + ': ' + fmt(s.counts[item.dataIndex]) + (d === null || d === undefined ? '' : ' (' + signed(d) + ')') + (s.partial[item.dataIndex] ? ' (partial)' : '');
               }
             }
           }

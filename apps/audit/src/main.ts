@@ -6,10 +6,12 @@
  * self-contained page with a chart. Clusters are given in the order messages flow (the online
  * cluster first, then the analytics cluster mirrored from it).
  *
- * Exit status: 0; 1 with `--check` when a closed window is short (messages lost); 2 for bad
- * arguments or a cluster that cannot be reached (one line on stderr).
+ * Exit status: 0; 1 with `--check` when a closed window is short (messages lost) or could not
+ * be judged (incomplete: some of its counts are partial); 2 for bad arguments or a cluster that
+ * cannot be reached (one line on stderr).
  */
-import { writeFileSync } from 'node:fs';
+import { accessSync, constants, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { defaultAuditTopic, defaultAuditWindowMs, minAuditWindowMs } from '@klog/client';
 import { validateTopic } from '@klog/protocol';
@@ -18,7 +20,7 @@ import { readAuditLog } from './audit-log.js';
 import { Cluster, parseClusterSpecs } from './cluster.js';
 import { countCluster } from './cluster-counter.js';
 import { renderHtmlReport } from './html-report.js';
-import { reconcile, type ClusterEvents } from './reconcile.js';
+import { reconcile, type ClusterEvents, type IncompleteTier } from './reconcile.js';
 import { renderTable, summaryLine } from './table.js';
 
 /** The consumer group the audit consumer commits as, unless `--group` says otherwise. */
@@ -62,8 +64,8 @@ const program = new Command('klog-audit')
   .option('--no-count', 'do not count the clusters: report from the audit topics alone')
   .option('--json', 'print the report as one JSON object instead of a table')
   .option('--html <file>', 'also write the report as a self-contained HTML page with a chart')
-  .option('--check', 'exit 1 when a closed window is short (messages lost)')
-  .addOption(new Option('--log-level <level>', 'pino level of the logs on stderr').default('warn'))
+  .option('--check', 'exit 1 when a closed window is short (messages lost) or incomplete (not judged)')
+  .addOption(new Option('--log-level <level>', 'pino level of the logs on stderr').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'))
   .exitOverride()
   .showHelpAfterError(false);
 
@@ -71,38 +73,66 @@ async function main(argv: string[]): Promise<number> {
   program.parse(argv);
   const o = program.opts<AuditOptions>();
   const specs = parseClusterSpecs(o.zookeeper);
+  if (o.html !== undefined) {
+    try {
+      accessSync(dirname(resolve(o.html)), constants.W_OK);
+    } catch {
+      throw new Error(`--html ${o.html}: its folder does not exist or is not writable`);
+    }
+  }
   const logger = pino({ name: 'klog-audit', level: o.logLevel }, pino.destination(2));
   const graceMs = o.graceMs ?? o.windowMs;
   const warnings: string[] = [];
   const clusters: Cluster[] = [];
   try {
     for (const spec of specs) {
+      let cluster: Cluster;
       try {
-        clusters.push(await Cluster.open(spec, { logger }));
+        cluster = await Cluster.open(spec, { logger });
       } catch (err) {
         throw new Error(`cannot reach cluster ${spec.name} (${spec.connect}): ${(err as Error).message}`);
+      }
+      clusters.push(cluster);
+      if ((await cluster.registry.listBrokerIds()).length === 0) {
+        throw new Error(`no broker is registered in cluster ${spec.name} (${spec.connect}): check the connect string and its chroot`);
       }
     }
     const events: ClusterEvents[] = [];
     for (const cluster of clusters) {
+      const partial: IncompleteTier[] = [];
       if (o.count) {
         const r = await countCluster(cluster, { group: o.group, windowMs: o.windowMs, auditTopic: o.auditTopic, logger });
-        for (const s of r.skipped) warnings.push(`${cluster.name}: ${s.topic} ${s.brokerId}-${s.partition} not counted: ${s.reason}`);
+        // One line per topic and reason, however many partitions.
+        const byReason = new Map<string, { topic: string; reason: string; partitions: string[] }>();
+        for (const s of r.skipped) {
+          const k = `${s.topic}\0${s.reason}`;
+          const entry = byReason.get(k) ?? { topic: s.topic, reason: s.reason, partitions: [] };
+          entry.partitions.push(`${s.brokerId}-${s.partition}`);
+          byReason.set(k, entry);
+        }
+        for (const e of byReason.values()) {
+          const reason = `partitions ${e.partitions.join(', ')} not counted: ${e.reason}`;
+          warnings.push(`${cluster.name}: ${e.topic} ${reason}`);
+          partial.push({ cluster: cluster.name, tier: 'consumer', topic: e.topic, reason });
+        }
         for (const l of r.lost) warnings.push(`${cluster.name}: ${l.topic} ${l.brokerId}-${l.partition} offsets [${l.from}, ${l.to}) were deleted by retention before they were counted`);
-        if (r.untimed > 0) warnings.push(`${cluster.name}: ${r.untimed} messages without a creation time were not counted`);
+        if (r.untimed > 0) warnings.push(`${cluster.name}: ${r.untimed} messages without a creation time (or with one no window holds) were not counted`);
       }
-      const log = await readAuditLog(cluster, o.auditTopic);
-      for (const u of log.unreadable) warnings.push(`${cluster.name}: audit topic partition ${u}`);
-      events.push({ name: cluster.name, events: log.events, undecodable: log.undecodable });
+      const log = await readAuditLog(cluster, o.auditTopic, o.group);
+      for (const u of log.unreadable) {
+        warnings.push(`${cluster.name}: audit topic partition ${u}`);
+        partial.push({ cluster: cluster.name, reason: `audit topic partition ${u}` });
+      }
+      events.push({ name: cluster.name, events: log.events, undecodable: log.undecodable, incomplete: partial });
     }
     const report = reconcile(events, { windowMs: o.windowMs, graceMs, now: Date.now(), group: o.group });
     for (const w of warnings) process.stderr.write(`klog-audit: warning: ${w}\n`);
     process.stdout.write(o.json ? `${JSON.stringify({ ...report, warnings })}\n` : renderTable(report));
     if (o.html !== undefined) {
-      writeFileSync(o.html, renderHtmlReport(report));
+      writeFileSync(o.html, renderHtmlReport(report, warnings));
       process.stderr.write(`klog-audit: wrote ${o.html}\n`);
     }
-    if (o.check && report.summary.short > 0) {
+    if (o.check && (report.summary.short > 0 || report.summary.incomplete > 0)) {
       process.stderr.write(`klog-audit: check failed: ${summaryLine(report)}\n`);
       return 1;
     }

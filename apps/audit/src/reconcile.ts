@@ -8,7 +8,8 @@
  * cluster: `producer` (accepted from producers), `mirror` (copied in by mirror makers),
  * `consumer` (read out of it by the audit consumer of `group`). The tiers, in flow order, are
  * for each cluster its producer tier, its mirror tier, then its consumer tier, and:
- * - a consumer tier is expected to count what the cluster's producer and mirror tiers put in;
+ * - a consumer tier is expected to count what the cluster's producer and mirror tiers put in
+ *   (where none counts the topic, what the cluster before it holds: a mirror without audit);
  * - a mirror tier is expected to count what the cluster before it holds: that cluster's
  *   consumer tier (or, where nothing counts it, what its producer and mirror tiers put in);
  * - a producer tier, and a mirror tier of the first cluster, are origins: nothing to compare.
@@ -18,9 +19,10 @@
  * every topic the cluster's producer or mirror tiers put in, so a topic it saw none of is a
  * loss, not an absence.
  *
- * A window is open until `graceMs` after its end; once closed it is `complete` when every tier
- * matches what it is compared with, `short` when some tier has fewer (messages lost between
- * the two), `over` when none has fewer and some has more (duplicates).
+ * A window is open until `graceMs` after its end; once closed it is `incomplete` when some of
+ * its counts are known to be partial (see {@link IncompleteTier}), else `complete` when every
+ * tier matches what it is compared with, `short` when some tier has fewer (messages lost
+ * between the two), `over` when none has fewer and some has more (duplicates).
  */
 import type { AuditEvent, AuditTier } from '@klog/client';
 import { windowStartOf } from '@klog/client';
@@ -32,6 +34,23 @@ export interface ClusterEvents {
   readonly events: readonly AuditEvent[];
   /** Messages of the audit topic that are not audit events (counted, not used). */
   readonly undecodable?: number;
+  /** What is known to be missing from this cluster's counts (partitions not read). */
+  readonly incomplete?: readonly IncompleteTier[];
+}
+
+/**
+ * Counts known to be partial: a topic's partitions the audit consumer could not read (`topic`
+ * set, tier `consumer`), a partition of the audit topic that could not be read (no topic: every
+ * tier of the cluster), or a tier whose events have windows that do not divide the report's.
+ * The windows they touch are not judged.
+ */
+export interface IncompleteTier {
+  readonly cluster: string;
+  /** Undefined: every tier of the cluster. */
+  readonly tier?: AuditTier;
+  /** Undefined: every topic. */
+  readonly topic?: string;
+  readonly reason: string;
 }
 
 /** What to reconcile. */
@@ -66,7 +85,7 @@ export interface TierCount {
 }
 
 /** Verdict of a window: see the file comment. */
-export type WindowStatus = 'open' | 'complete' | 'short' | 'over';
+export type WindowStatus = 'open' | 'incomplete' | 'complete' | 'short' | 'over';
 
 /** One (topic, window). */
 export interface WindowRow {
@@ -105,11 +124,15 @@ export interface AuditReport {
   readonly tiers: readonly Tier[];
   /** Sorted by topic, then window start. */
   readonly windows: readonly WindowRow[];
-  /** Closed windows' mismatches, in the order of `windows`. */
+  /** Closed windows' mismatches, in the order of `windows` (none for incomplete windows). */
   readonly discrepancies: readonly Discrepancy[];
+  /** Counts known to be partial, and why (see {@link IncompleteTier}). */
+  readonly incomplete: readonly IncompleteTier[];
   readonly summary: {
     readonly windows: number;
     readonly open: number;
+    /** Closed windows not judged because some of their counts are partial. */
+    readonly incomplete: number;
     readonly complete: number;
     readonly short: number;
     readonly over: number;
@@ -146,6 +169,8 @@ export function reconcile(clusters: readonly ClusterEvents[], options: Reconcile
   if (new Set(names).size !== names.length) throw new RangeError(`cluster names must differ: ${names.join(', ')}`);
 
   const ignored = { duplicateEvents: 0, otherGroups: 0, unalignedWindows: 0, undecodable: 0 };
+  const incomplete: IncompleteTier[] = clusters.flatMap((c) => c.incomplete ?? []);
+  const unaligned = new Map<string, IncompleteTier>();
   /** tier id → topic → window start → count */
   const counts = new Map<string, Map<string, Map<number, number>>>();
   /** Clusters whose consumer tier counted anything. */
@@ -166,6 +191,10 @@ export function reconcile(clusters: readonly ClusterEvents[], options: Reconcile
       }
       if (windowMs % e.windowMs !== 0) {
         ignored.unalignedWindows++;
+        const k = `${c.name}\0${e.tier}\0${e.topic}\0${e.windowMs}`;
+        if (!unaligned.has(k)) {
+          unaligned.set(k, { cluster: c.name, tier: e.tier, topic: e.topic, reason: `${e.tier} events of windows of ${e.windowMs} ms do not divide the report's ${windowMs} ms (give every tier the same window, or a report window that is a multiple of theirs)` });
+        }
         continue;
       }
       if (e.tier === 'consumer') consumerCounted.add(c.name);
@@ -179,6 +208,9 @@ export function reconcile(clusters: readonly ClusterEvents[], options: Reconcile
     }
   }
 
+  incomplete.push(...unaligned.values());
+  const partial = (t: Tier, topic: string): boolean =>
+    incomplete.some((i) => i.cluster === t.cluster && (i.tier === undefined || i.tier === t.kind) && (i.topic === undefined || i.topic === topic));
   const tiers: Tier[] = [];
   for (const cluster of names) for (const kind of kindOrder) if (counts.has(tierId(cluster, kind))) tiers.push({ id: tierId(cluster, kind), cluster, kind });
 
@@ -193,7 +225,9 @@ export function reconcile(clusters: readonly ClusterEvents[], options: Reconcile
     for (const windowStart of [...starts].sort((a, b) => a - b)) {
       const countOf = (id: string): number => counts.get(id)?.get(topic)?.get(windowStart) ?? 0;
       const windowEnd = windowStart + windowMs;
-      const closed = now >= windowEnd + graceMs;
+      const open = now < windowEnd + graceMs;
+      // A tier that was left out entirely (unaligned windows) is partial too.
+      const judged = !open && !present.some((t) => partial(t, topic)) && ![...unaligned.values()].some((u) => u.topic === topic);
       const row: TierCount[] = [];
       let short = false;
       let over = false;
@@ -207,7 +241,7 @@ export function reconcile(clusters: readonly ClusterEvents[], options: Reconcile
         const expected = against.reduce((n, a) => n + countOf(a.id), 0);
         const diff = count - expected;
         row.push(diff === 0 ? { tier: t.id, count, expected } : { tier: t.id, count, expected, diff });
-        if (diff !== 0 && closed) {
+        if (diff !== 0 && judged) {
           if (diff < 0) short = true;
           else over = true;
           discrepancies.push({
@@ -222,7 +256,7 @@ export function reconcile(clusters: readonly ClusterEvents[], options: Reconcile
           });
         }
       }
-      const status: WindowStatus = !closed ? 'open' : short ? 'short' : over ? 'over' : 'complete';
+      const status: WindowStatus = open ? 'open' : !judged ? 'incomplete' : short ? 'short' : over ? 'over' : 'complete';
       windows.push({ topic, windowStart, windowEnd, status, counts: row });
     }
   }
@@ -236,9 +270,11 @@ export function reconcile(clusters: readonly ClusterEvents[], options: Reconcile
     tiers,
     windows,
     discrepancies,
+    incomplete,
     summary: {
       windows: windows.length,
       open: windows.filter((w) => w.status === 'open').length,
+      incomplete: windows.filter((w) => w.status === 'incomplete').length,
       complete: windows.filter((w) => w.status === 'complete').length,
       short: windows.filter((w) => w.status === 'short').length,
       over: windows.filter((w) => w.status === 'over').length,
@@ -261,8 +297,9 @@ function clusterHas(counts: ReadonlyMap<string, ReadonlyMap<string, unknown>>, c
 /** The tiers whose summed count `t` is expected to match (empty for an origin); see the file comment. */
 function comparedWith(t: Tier, present: readonly Tier[], clusters: readonly string[]): Tier[] {
   const inbound = (cluster: string) => present.filter((p) => p.cluster === cluster && p.kind !== 'consumer');
-  if (t.kind === 'consumer') return inbound(t.cluster);
   if (t.kind === 'producer') return [];
+  if (t.kind === 'consumer' && inbound(t.cluster).length > 0) return inbound(t.cluster);
+  // A mirror tier, or a consumer tier nothing put in (a mirror without audit): what the cluster before holds.
   const previous = clusters[clusters.indexOf(t.cluster) - 1];
   if (previous === undefined) return [];
   const stored = present.find((p) => p.cluster === previous && p.kind === 'consumer');

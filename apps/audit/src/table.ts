@@ -8,7 +8,9 @@ import type { AuditReport, Discrepancy } from './reconcile.js';
 
 /** `2026-11-30 08:20:00` (UTC; milliseconds shown only when not 0). */
 export function formatTime(ms: number): string {
-  const iso = new Date(ms).toISOString();
+  const d = new Date(ms);
+  if (Number.isNaN(d.getTime())) return `${ms} ms`;
+  const iso = d.toISOString();
   return (iso.endsWith('.000Z') ? iso.slice(0, 19) : iso.slice(0, 23)).replace('T', ' ');
 }
 
@@ -26,7 +28,7 @@ export function describeDiscrepancy(report: AuditReport, d: Discrepancy): string
 /** The summary line. */
 export function summaryLine(report: AuditReport): string {
   const s = report.summary;
-  return `${s.windows} windows: ${s.complete} complete, ${s.short} short (${s.missing} messages missing), ${s.over} over (${s.extra} extra), ${s.open} open`;
+  return `${s.windows} windows: ${s.complete} complete, ${s.short} short (${s.missing} messages missing), ${s.over} over (${s.extra} extra), ${s.incomplete} incomplete, ${s.open} open`;
 }
 
 /** The whole terminal report, ending with a newline. */
@@ -46,7 +48,13 @@ export function renderTable(report: AuditReport): string {
     });
     table.push([w.topic, formatTime(w.windowStart), ...cells, w.status]);
   }
-  const lines = [head, table.toString(), summaryLine(report), ...report.discrepancies.map((d) => describeDiscrepancy(report, d))];
+  const lines = [
+    head,
+    table.toString(),
+    summaryLine(report),
+    ...report.discrepancies.map((d) => describeDiscrepancy(report, d)),
+    ...report.incomplete.map((i) => `not judged: ${i.cluster}/${i.tier ?? 'every tier'}, ${i.topic === undefined ? 'every topic' : `topic ${i.topic}`}: ${i.reason}`),
+  ];
   const ig = report.ignored;
   const ignored = ig.duplicateEvents + ig.otherGroups + ig.unalignedWindows + ig.undecodable;
   if (ignored > 0) {

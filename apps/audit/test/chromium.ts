@@ -3,7 +3,8 @@
  * `bash scripts/chromium.sh install`) through playwright-core, as a person would, and tells
  * what happened: console errors, uncaught page errors, failed requests and requests that left
  * the file (a self-contained page makes none), how many chart canvases got drawn (not blank),
- * and the text of the highlighted rows; it also saves a full-page screenshot.
+ * the text and background of the highlighted rows, and the text of any other elements asked
+ * for; it also saves a full-page screenshot.
  *
  * The page is expected to set `data-charts-ready` on <body> once its charts are drawn (the
  * HTML report does, src/html-report.ts).
@@ -25,6 +26,7 @@ interface PageElement {
 }
 interface PageGlobals {
   readonly document: PageElement;
+  getComputedStyle(e: PageElement): { readonly backgroundColor: string; readonly backgroundImage: string };
 }
 
 export const chromiumPath = '/usr/bin/chromium';
@@ -49,6 +51,8 @@ export interface OpenPageOptions {
   readonly screenshot: string;
   /** Rows that count as highlighted; default `tr[data-status=short], tr[data-status=over]`. */
   readonly highlightSelector?: string;
+  /** Elements whose text to return as {@link PageFindings.texts}; default none. */
+  readonly textSelector?: string;
   /** How long to wait for `data-charts-ready`, ms; default 20 s. */
   readonly timeoutMs?: number;
   /** Viewport width, px; default 1280. */
@@ -62,6 +66,8 @@ export interface HighlightedRow {
   readonly status: string | null;
   /** Its text, cells joined by ` | `. */
   readonly text: string;
+  /** Computed background of its first cell: `<background-color> <background-image>`. */
+  readonly background: string;
 }
 
 export interface PageFindings {
@@ -83,6 +89,8 @@ export interface PageFindings {
   readonly highlightedRows: readonly HighlightedRow[];
   /** The text of every <h2>. */
   readonly headings: readonly string[];
+  /** The text of every element matching {@link OpenPageOptions.textSelector}, whitespace collapsed. */
+  readonly texts: readonly string[];
 }
 
 /**
@@ -125,8 +133,8 @@ export async function openInChromium(htmlFile: string, options: OpenPageOptions)
       // Reported as chartsReady: null; the errors collected say why.
     }
 
-    const found = await page.evaluate((selector) => {
-      const { document } = globalThis as unknown as PageGlobals;
+    const found = await page.evaluate(([selector, textSelector]) => {
+      const { document, getComputedStyle } = globalThis as unknown as PageGlobals;
       const text = (e: PageElement) => (e.textContent ?? '').replace(/\s+/g, ' ').trim();
       const canvases = Array.from(document.querySelectorAll('canvas'));
       const drawn = canvases.filter((c) => {
@@ -136,13 +144,19 @@ export async function openInChromium(htmlFile: string, options: OpenPageOptions)
         for (let i = 3; i < pixels.length; i += 4) if (pixels[i] !== 0) return true;
         return false;
       }).length;
-      const rows = Array.from(document.querySelectorAll(selector)).map((tr) => ({
-        status: tr.getAttribute('data-status'),
-        text: Array.from(tr.querySelectorAll('td, th')).map(text).join(' | '),
-      }));
+      const rows = Array.from(document.querySelectorAll(selector)).map((tr) => {
+        const cells = Array.from(tr.querySelectorAll('td, th'));
+        const style = cells[0] ? getComputedStyle(cells[0]) : undefined;
+        return {
+          status: tr.getAttribute('data-status'),
+          text: cells.map(text).join(' | '),
+          background: style ? `${style.backgroundColor} ${style.backgroundImage}` : '',
+        };
+      });
       const headings = Array.from(document.querySelectorAll('h2')).map(text);
-      return { canvases: canvases.length, drawn, rows, headings };
-    }, options.highlightSelector ?? 'tr[data-status=short], tr[data-status=over]');
+      const texts = textSelector ? Array.from(document.querySelectorAll(textSelector)).map(text) : [];
+      return { canvases: canvases.length, drawn, rows, headings, texts };
+    }, [options.highlightSelector ?? 'tr[data-status=short], tr[data-status=over]', options.textSelector ?? ''] as const);
 
     await mkdir(dirname(options.screenshot), { recursive: true });
     await page.screenshot({ path: options.screenshot, fullPage: true });
@@ -159,6 +173,7 @@ export async function openInChromium(htmlFile: string, options: OpenPageOptions)
       chartsDrawn: found.drawn,
       highlightedRows: found.rows,
       headings: found.headings,
+      texts: found.texts,
     };
   } finally {
     await browser.close();

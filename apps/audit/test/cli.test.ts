@@ -1,9 +1,12 @@
 /**
  * `klog-audit` on bad input: bad arguments and an unreachable cluster exit 2 with one line on
- * stderr; garbage in the audit topic and plain (untimed) messages are reported, not fatal.
+ * stderr; garbage in the audit topic and plain (untimed) messages are reported, not fatal. A
+ * count interrupted after publishing and before committing is not counted twice; the group's
+ * count window cannot be made finer.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { cleanup, startCluster } from '@klog/mirror-maker/testing';
+import { AuditRangeRegistry, OffsetRegistry, ZkClient } from '@klog/zk-registry';
 import { auditReport, runAudit, runKlog } from './run-audit.js';
 
 afterAll(cleanup);
@@ -42,11 +45,53 @@ describe('klog-audit on odd data', () => {
     expect(audited.code, audited.stderr).toBe(0);
     const report = await auditReport(['--zookeeper', `only=${cluster.zookeeper}`, '--window-ms', '1000', '--grace-ms', '0', '--group', 'audit-cli']);
     expect(report.ignored.undecodable).toBe(2);
-    expect(report.warnings).toContain('only: 3 messages without a creation time were not counted');
+    expect(report.warnings).toContain('only: 3 messages without a creation time (or with one no window holds) were not counted');
     expect(report.windows.map((w) => w.topic)).toEqual(expect.arrayContaining(['audited']));
     expect(report.windows.filter((w) => w.topic === 'audited').reduce((n, w) => n + w.counts.find((c) => c.tier === 'only/consumer')!.count, 0)).toBe(2);
     const flags = await runKlog(['produce', '--zookeeper', cluster.zookeeper, '--topic', 't', '--audit-window-ms', '1000'], 'x\n');
     expect(flags.code).not.toBe(0);
     expect(flags.stderr).toMatch(/--audit-window-ms and --audit-topic apply with --audit/);
+  });
+});
+
+describe('klog-audit counting again', () => {
+  it('does not count twice a range whose counts were published and not committed, and refuses a finer window', async () => {
+    const cluster = await startCluster('audit-replay', 1);
+    const lines = Array.from({ length: 3000 }, (_, i) => `m${i}`).join('\n') + '\n';
+    const produced = await runKlog(['produce', '--zookeeper', cluster.zookeeper, '--topic', 'replayed', '--audit', '--audit-window-ms', '1000'], lines);
+    expect(produced.code, produced.stderr).toBe(0);
+    const args = ['--zookeeper', `c=${cluster.zookeeper}`, '--window-ms', '2000', '--grace-ms', '0', '--group', 'replay'];
+    const first = await auditReport(args);
+    const total = (r: typeof first) => r.windows.reduce((n, w) => n + (w.counts.find((c) => c.tier === 'c/consumer')?.count ?? 0), 0);
+    expect(total(first)).toBe(3000);
+
+    // The state a crash between publishing and committing leaves: ranges stored, counts
+    // published, offsets where they were before the count.
+    const zk = await ZkClient.connect(cluster.zookeeper);
+    try {
+      const ranges = new AuditRangeRegistry(zk);
+      const offsets = new OffsetRegistry(zk);
+      for (const o of await offsets.list('replay', 'replayed')) {
+        const range = await ranges.range('replay', 'replayed', o);
+        expect(range?.to).toBe(o.offset);
+        await offsets.commit('replay', 'replayed', o, range!.from);
+      }
+    } finally {
+      await zk.close();
+    }
+    const again = await auditReport(args);
+    expect(total(again)).toBe(3000);
+    expect(again.ignored.duplicateEvents).toBeGreaterThan(0);
+    expect(again.summary.over).toBe(0);
+
+    const finer = await runAudit([...args.slice(0, 2), '--window-ms', '1000', '--group', 'replay']);
+    expect(finer.code).toBe(2);
+    expect(finer.stderr).toMatch(/counts in windows of 2000 ms: use a --window-ms that is a multiple of it/);
+  });
+
+  it('exits 2 for a cluster with no broker (a mistyped chroot)', async () => {
+    const r = await runAudit(['--zookeeper', '127.0.0.1:2181/klog-audit-no-such-cluster', '--window-ms', '1000']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no broker is registered in cluster cluster1/);
   });
 });

@@ -105,6 +105,38 @@ describe('reconcile', () => {
     expect(r.ignored).toEqual({ duplicateEvents: 1, otherGroups: 1, unalignedWindows: 1, undecodable: 2 });
   });
 
+  it('does not judge windows whose counts are known to be partial, and says why', () => {
+    const clusters = chain(100, 60, 60, 60);
+    const partial: ClusterEvents[] = [{ ...clusters[0]!, incomplete: [{ cluster: 'online', tier: 'consumer', topic: 't', reason: 'partitions 1-0 not counted: broker down' }] }, clusters[1]!];
+    const r = reconcile(partial, options);
+    expect(r.windows[0]!.status).toBe('incomplete');
+    expect(r.discrepancies).toEqual([]);
+    expect(r.summary).toMatchObject({ incomplete: 1, short: 0 });
+    expect(r.incomplete).toEqual([{ cluster: 'online', tier: 'consumer', topic: 't', reason: 'partitions 1-0 not counted: broker down' }]);
+    // The whole audit log of a cluster unread: every topic of that cluster.
+    const unread = reconcile([clusters[0]!, { ...clusters[1]!, incomplete: [{ cluster: 'analytics', reason: 'audit topic partition 0-1 down' }] }], options);
+    expect(unread.windows[0]!.status).toBe('incomplete');
+  });
+
+  it('does not judge a topic one of whose tiers counts in windows that do not divide the report\'s', () => {
+    const clusters: ClusterEvents[] = [
+      { name: 'online', events: [ev('producer', 't', 0, 100), ev('consumer', 't', 0, 100)] },
+      { name: 'analytics', events: [ev('mirror', 't', 0, 90, { windowMs: 600_000 }), ev('consumer', 't', 0, 90)] },
+    ];
+    const r = reconcile(clusters, options);
+    expect(r.windows[0]!.status).toBe('incomplete');
+    expect(r.incomplete).toEqual([expect.objectContaining({ cluster: 'analytics', tier: 'mirror', topic: 't', reason: expect.stringMatching(/600000 ms do not divide the report's 1000 ms/) })]);
+  });
+
+  it('compares a cluster nothing audited into (a mirror without audit) with the cluster before it', () => {
+    const clusters: ClusterEvents[] = [
+      { name: 'online', events: [ev('producer', 't', 0, 100), ev('consumer', 't', 0, 100)] },
+      { name: 'analytics', events: [ev('consumer', 't', 0, 95)] },
+    ];
+    const r = reconcile(clusters, options);
+    expect(r.discrepancies).toEqual([expect.objectContaining({ tier: 'analytics/consumer', against: 'online/consumer', kind: 'short', messages: 5 })]);
+  });
+
   it('refuses clusters of one name', () => {
     expect(() => reconcile([{ name: 'a', events: [] }, { name: 'a', events: [] }], options)).toThrow(RangeError);
   });

@@ -266,16 +266,17 @@ export class SourceMirror {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     const unacknowledged = tracked.reduce((n, p) => n + p.pending, 0);
-    if (!(await this.publishAudit())) {
-      for (const p of tracked) this.progress.delete(partitionKey(p));
-      this.logger.warn({ why, partitions: partitions.length }, 'releasing partitions without committing: the audit counts of their copies could not be published; they will be copied again');
-      return [];
-    }
+    // The positions before the counts: an acknowledgement arriving while they are published is
+    // counted in a later publish, so it must not be committed now.
     const positions = [];
     for (const p of tracked) {
       this.progress.delete(partitionKey(p));
       const pos = p.commitPosition();
       if (pos) positions.push(pos);
+    }
+    if (!(await this.publishAudit())) {
+      this.logger.warn({ why, partitions: partitions.length }, 'releasing partitions without committing: the audit counts of their copies could not be published; they will be copied again');
+      return [];
     }
     const offsets = positions.map((p) => ({ topic: p.topic, brokerId: p.brokerId, partition: p.partition, offset: p.nextOffset }));
     if (unacknowledged > 0) {
@@ -290,15 +291,20 @@ export class SourceMirror {
   private async commit(): Promise<void> {
     const consumer = this.consumer;
     if (!consumer || this.committing) return;
-    const tracked = [...this.progress.values()];
-    const positions = tracked.map((p) => p.commitPosition()).filter((p) => p !== undefined);
-    if (positions.length === 0) return;
+    // What is committed is fixed before the counts are published (see finishPartitions).
+    const moved = [...this.progress.values()].flatMap((p) => {
+      const position = p.commitPosition();
+      return position ? [{ p, position }] : [];
+    });
+    if (moved.length === 0) return;
+    const positions = moved.map((m) => m.position);
     this.committing = true;
     try {
       // Counts first: a committed offset never passes a copy whose count was not published.
       if (!(await this.publishAudit())) return;
       await consumer.commitOffsets(positions);
-      for (const p of tracked) if (p.ackedOffset !== undefined) p.committedOffset = Math.max(p.committedOffset ?? 0, p.ackedOffset);
+      // Only what was committed: acknowledgements that arrived meanwhile are for the next commit.
+      for (const { p, position } of moved) p.committedOffset = Math.max(p.committedOffset ?? 0, position.nextOffset);
       this.logger.info({ offsets: positions.map((p) => ({ topic: p.topic, brokerId: p.brokerId, partition: p.partition, offset: p.nextOffset })) }, 'offsets committed');
     } catch (err) {
       this.logger.warn({ err }, 'commit failed; will retry');

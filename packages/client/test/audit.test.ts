@@ -35,6 +35,7 @@ describe('audit events', () => {
     ['a count of 0', Buffer.from(JSON.stringify({ ...event, count: 0 }))],
     ['a fractional count', Buffer.from(JSON.stringify({ ...event, count: 1.5 }))],
     ['no host', Buffer.from(JSON.stringify({ ...event, host: undefined }))],
+    ['a window past the last date', Buffer.from(JSON.stringify({ ...event, windowStart: 9_000_000_000_000_000, windowMs: 1000 }))],
   ])('are refused with a RangeError when they have %s', (_what, bytes) => {
     expect(() => decodeAuditEvent(bytes)).toThrow(RangeError);
   });
@@ -64,6 +65,8 @@ describe('AuditCounter', () => {
     c.count('a', 1000, 5);
     c.count('b', 100);
     c.count(defaultAuditTopic, 100);
+    c.count('a', 9_000_000_000_000_000); // no window holds it
+    c.count('a', -1);
     await c.publish();
     c.count('a', 950);
     await c.publish();
@@ -79,6 +82,7 @@ describe('AuditCounter', () => {
     expect(decode(sent[1]!).map((e) => [e.topic, e.windowStart, e.count, e.seq])).toEqual([['a', 0, 1, 3]]);
     expect(first.every((e) => e.tier === 'mirror' && e.host === 'h' && e.instance === c.instance && e.windowMs === 1000)).toBe(true);
     expect(c.counted).toBe(9);
+    expect(c.outOfRange).toBe(2);
   });
 
   it('sends the events of a failed publish again, with the same numbers, before newer ones', async () => {

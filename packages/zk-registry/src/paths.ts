@@ -9,6 +9,8 @@
  * | /consumers/<group>/ids/<consumerId>                         | ephemeral  | JSON `{"<topic>": streams}` |
  * | /consumers/<group>/owners/<topic>/<brokerId>-<partition>    | ephemeral  | owning consumer thread id   |
  * | /consumers/<group>/offsets/<topic>/<brokerId>-<partition>   | persistent | next offset to read, decimal |
+ * | /consumers/<group>/audit/window-ms                          | persistent | the audit consumer's count window, ms |
+ * | /consumers/<group>/audit/ranges/<topic>/<brokerId>-<partition> | persistent | JSON `{"from":…,"to":…}`: the range being counted |
  *
  * Every name that becomes a path component is checked: a name that is empty, `.`, `..`,
  * contains `/` or a control character throws {@link InvalidNameError}.
@@ -174,4 +176,19 @@ export function offsetsPath(group: string, topic: string): string {
 /** `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>`: persistent, the committed offset. */
 export function offsetPath(group: string, topic: string, brokerId: number, partition: number): string {
   return `${offsetsPath(group, topic)}/${partitionName({ brokerId, partition })}`;
+}
+
+/** `/consumers/<group>/audit`: what the audit consumer of `group` keeps (docs/audit.md). */
+export function auditGroupPath(group: string): string {
+  return `${consumerGroupPath(group)}/audit`;
+}
+
+/** `/consumers/<group>/audit/window-ms`: persistent, the window the group counts in, ms, decimal. */
+export function auditWindowPath(group: string): string {
+  return `${auditGroupPath(group)}/window-ms`;
+}
+
+/** `/consumers/<group>/audit/ranges/<topic>/<brokerId>-<partition>`: persistent, the offset range being counted, JSON. */
+export function auditRangePath(group: string, topic: string, brokerId: number, partition: number): string {
+  return `${auditGroupPath(group)}/ranges/${checkTopic(topic)}/${partitionName({ brokerId, partition })}`;
 }

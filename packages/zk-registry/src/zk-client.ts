@@ -115,15 +115,20 @@ export interface ParsedConnectString {
 
 /**
  * Splits a connect string into servers and chroot. A trailing `/` is dropped; `/` alone
- * means no chroot. Throws {@link ZkError} for an empty server list or a malformed chroot.
+ * means no chroot. Throws {@link ZkError} for an empty server list, a server that is not
+ * `host[:port]` with a port in 1-65535, or a malformed chroot.
  */
 export function parseConnectString(connectString: string): ParsedConnectString {
   const slash = connectString.indexOf('/');
   const servers = (slash < 0 ? connectString : connectString.slice(0, slash)).trim();
   let chroot = slash < 0 ? '' : connectString.slice(slash);
   while (chroot.endsWith('/')) chroot = chroot.slice(0, -1);
-  if (servers === '' || servers.split(',').some((s) => s.trim() === '')) {
-    throw new ZkError(`invalid ZooKeeper connect string ${JSON.stringify(connectString)}: expected host:port[,host:port...][/chroot]`);
+  const badServer = (s: string): boolean => {
+    const m = /^(?:\[[^\]]+\]|[^:\s\[\]]+)(?::(\d+))?$/.exec(s.trim());
+    return m === null || (m[1] !== undefined && (Number(m[1]) < 1 || Number(m[1]) > 65535));
+  };
+  if (servers === '' || servers.split(',').some(badServer)) {
+    throw new ZkError(`invalid ZooKeeper connect string ${JSON.stringify(connectString)}: expected host:port[,host:port...][/chroot] with ports 1-65535`);
   }
   if (chroot !== '' && chroot.split('/').slice(1).some((c) => c === '' || c === '.' || c === '..')) {
     throw new ZkError(`invalid chroot in ZooKeeper connect string ${JSON.stringify(connectString)}`);

@@ -104,6 +104,8 @@ describe('value encodings', () => {
     expect(() => parseConnectString('')).toThrow(ZkError);
     expect(() => parseConnectString('a:1,,b:2')).toThrow(ZkError);
     expect(() => parseConnectString('a:1/x//y')).toThrow(ZkError);
+    expect(parseConnectString('zk1,[::1]:2181/k')).toEqual({ servers: 'zk1,[::1]:2181', chroot: '/k' });
+    for (const bad of ['127.0.0.1:99999', '127.0.0.1:0', '127.0.0.1:notaport/x', 'a b:1', 'a:1:2']) expect(() => parseConnectString(bad), bad).toThrow(ZkError);
     expect(parentPath('/a/b')).toBe('/a');
     expect(parentPath('/a')).toBe('/');
   });

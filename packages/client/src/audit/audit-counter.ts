@@ -17,6 +17,7 @@ import {
   defaultAuditTopic,
   defaultAuditWindowMs,
   encodeAuditEvent,
+  maxAuditTime,
   validateWindowMs,
   windowStartOf,
 } from './event.js';
@@ -75,6 +76,8 @@ export class AuditCounter {
   private publishing: Promise<void> = Promise.resolve();
   /** Messages counted since the start. */
   counted = 0;
+  /** Messages not counted because their creation time is before 1970 or after {@link maxAuditTime}. */
+  outOfRange = 0;
 
   /** @throws RangeError for a window under 1000 ms or a publish interval that is not a positive number */
   constructor(options: AuditCounterOptions) {
@@ -92,10 +95,15 @@ export class AuditCounter {
 
   /**
    * Counts `n` messages of `topic` created at `timestamp` (ms since the epoch). Messages of
-   * the audit topic itself are not counted.
+   * the audit topic itself are not counted, nor (see {@link outOfRange}) messages created
+   * before 1970 or after {@link maxAuditTime}, which no window can hold.
    */
   count(topic: string, timestamp: number, n = 1): void {
     if (topic === this.topic || n <= 0) return;
+    if (!(timestamp >= 0 && timestamp < maxAuditTime)) {
+      this.outOfRange += n;
+      return;
+    }
     const w = windowStartOf(timestamp, this.windowMs);
     let byWindow = this.counts.get(topic);
     if (!byWindow) {

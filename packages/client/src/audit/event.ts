@@ -26,6 +26,8 @@ export const defaultAuditTopic = '__audit';
 export const defaultAuditWindowMs = 10 * 60 * 1000;
 /** Shortest window accepted, ms (windows of a few seconds are for tests). */
 export const minAuditWindowMs = 1000;
+/** Latest time a window may end, ms since the epoch: the last one a JavaScript Date can show (year 275760). */
+export const maxAuditTime = 8.64e15;
 /** Version written in every event's `v`. */
 export const auditEventVersion = 1;
 
@@ -85,7 +87,7 @@ export function encodeAuditEvent(e: AuditEvent): Buffer {
  * Parses an audit message's value.
  * @throws RangeError naming the first field that is missing or malformed (not JSON, unknown
  *   version or tier, a bad topic name, a window start that is not a multiple of the window
- *   length, a count below 1)
+ *   length or a window ending after {@link maxAuditTime}, a count below 1)
  */
 export function decodeAuditEvent(value: Uint8Array): AuditEvent {
   let o: unknown;
@@ -118,6 +120,7 @@ export function decodeAuditEvent(value: Uint8Array): AuditEvent {
   const windowMs = int('windowMs', 1);
   const windowStart = int('windowStart', 0);
   if (windowStart % windowMs !== 0) throw new RangeError(`audit event windowStart ${windowStart} is not a multiple of windowMs ${windowMs}`);
+  if (windowStart + windowMs > maxAuditTime) throw new RangeError(`audit event window ends after ${new Date(maxAuditTime).toISOString()}`);
   const event: AuditEvent = {
     v: auditEventVersion,
     tier: tier as AuditTier,

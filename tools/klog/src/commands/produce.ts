@@ -82,6 +82,7 @@ async function produce(opts: ProduceOptions): Promise<void> {
   }
   if (opts.host !== undefined && !opts.stampMetadata && !opts.audit) throw new KlogError('--host is stored only with --stamp-metadata or --audit');
   if ((opts.auditWindowMs !== undefined || opts.auditTopic !== undefined) && !opts.audit) throw new KlogError('--audit-window-ms and --audit-topic apply with --audit');
+  if (opts.audit && opts.topic === (opts.auditTopic ?? defaultAuditTopic)) throw new KlogError(`--topic ${opts.topic} is the audit topic: audited messages go to another topic`);
   const logger = createLogger('klog-produce');
   const settings = {
     batchSize: opts.batchSize,
