@@ -1,6 +1,7 @@
 /** Buffered writing to stdout that waits for the pipe to drain, so a slow reader slows the command rather than filling memory. */
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
+import type { ConsumedMessage } from '@klog/client';
 
 /** Bytes collected before they are written. */
 const chunkBytes = 64 * 1024;
@@ -32,4 +33,23 @@ export class OutputWriter {
 /** Prints one line on stderr. */
 export function printLine(line: string): void {
   process.stderr.write(`${line}\n`);
+}
+
+const tabBytes = Buffer.from('\t');
+
+/**
+ * What goes before a message's payload on its line, per `--print-metadata` (creation time and
+ * host, `-` for none, each with a tab) and `--print-key` (the key, empty for none, and a tab).
+ */
+export function linePrefix(m: Pick<ConsumedMessage, 'key' | 'timestamp' | 'host'>, opts: { printMetadata?: boolean; printKey?: boolean }): Buffer[] {
+  const parts: Buffer[] = [];
+  if (opts.printMetadata) {
+    const time = m.timestamp === undefined || Number.isNaN(new Date(m.timestamp).getTime()) ? '-' : new Date(m.timestamp).toISOString();
+    parts.push(Buffer.from(`${time}\t${m.host ?? '-'}\t`));
+  }
+  if (opts.printKey) {
+    if (m.key) parts.push(m.key);
+    parts.push(tabBytes);
+  }
+  return parts;
 }

@@ -85,6 +85,12 @@ describe('klog with metadata and gzip', () => {
     const group = await klog(['consume', '--zookeeper', zookeeper, '--group', 'readers', '--topic', 'gz', '--from-beginning', '--print-key', '--max-messages', '3']);
     expect(group.code, group.stderr).toBe(0);
     expect(group.stdout).toBe('k1\tfirst\nk2\tsecond\n\tthird\n');
+    // --print-metadata: creation time and host, then the key.
+    const meta = await klog(['consume', '--broker', address, '--topic', 'gz', '--print-metadata', '--print-key', '--max-messages', '3']);
+    expect(meta.code, meta.stderr).toBe(0);
+    const lines = meta.stdout.trimEnd().split('\n').map((l) => l.split('\t'));
+    expect(lines.map((l) => l.slice(1))).toEqual([['cli-host', 'k1', 'first'], ['cli-host', 'k2', 'second'], ['cli-host', '', 'third']]);
+    for (const [time] of lines) expect(Math.abs(Date.parse(time!) - Date.now())).toBeLessThan(120_000);
   });
 
   it('plain produce stays plain; --host needs --stamp-metadata; --compression is checked', async () => {
@@ -93,9 +99,11 @@ describe('klog with metadata and gzip', () => {
     expect(storedAttributes('plain')).toEqual([0]);
     const c = await klog(['consume', '--broker', address, '--topic', 'plain', '--print-key', '--max-messages', '1']);
     expect(c.stdout).toBe('\tv\n');
+    const m = await klog(['consume', '--broker', address, '--topic', 'plain', '--print-metadata', '--max-messages', '1']);
+    expect(m.stdout).toBe('-\t-\tv\n');
     const host = await klog(['produce', '--broker-list', address, '--topic', 'plain', '--host', 'h']);
     expect(host.code).not.toBe(0);
-    expect(host.stderr).toMatch(/--host is stored only with --stamp-metadata/);
+    expect(host.stderr).toMatch(/--host is stored only with --stamp-metadata or --audit/);
     const bad = await klog(['produce', '--broker-list', address, '--topic', 'plain', '--compression', 'snappy']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--compression.*expected none or gzip/);

@@ -12,7 +12,7 @@
  */
 import { type GroupMessage, GroupConsumer, type MessageStream } from '@klog/client';
 import { createLogger } from '../logger.js';
-import { OutputWriter } from '../output.js';
+import { linePrefix, OutputWriter } from '../output.js';
 
 /** Settings of group mode. */
 export interface GroupConsumeOptions {
@@ -48,7 +48,6 @@ export async function consumeGroup(opts: GroupConsumeOptions): Promise<void> {
   });
   const out = new OutputWriter();
   const newline = Buffer.from('\n');
-  const tab = Buffer.from('\t');
   /** The last message printed of each partition, by `<brokerId>-<partition>`. */
   const printed = new Map<string, GroupMessage>();
   let count = 0;
@@ -96,7 +95,7 @@ export async function consumeGroup(opts: GroupConsumeOptions): Promise<void> {
     };
     const print = async (m: GroupMessage): Promise<void> => {
       // Queued in `out` synchronously, before the first await: a message counted is a message printed.
-      const parts = opts.printKey ? [...(m.key ? [m.key] : []), tab, m.payload, newline] : [m.payload, newline];
+      const parts = [...linePrefix(m, opts), m.payload, newline];
       const written = Promise.all(parts.map((b) => out.write(b)));
       printed.set(`${m.brokerId}-${m.partition}`, m);
       armIdle();

@@ -1,7 +1,8 @@
 /**
  * `klog consume`: the simple consumer (SPEC §3, §6). Prints message values one per line on
  * stdout (any metadata header split off, gzip message sets decompressed), with `--print-key`
- * the key and a tab first (empty for a message without one), from a start offset, following the partition until it has --max-messages or nothing new
+ * the key and a tab first (empty for a message without one), with `--print-metadata` the creation
+ * time and host first, from a start offset, following the partition until it has --max-messages or nothing new
  * came for --idle-timeout-ms. With `--zookeeper --group` it consumes as a member of a consumer
  * group instead (see consume-group.ts).
  */
@@ -13,7 +14,7 @@ import { parseZkConnect } from '../cluster.js';
 import { consumeGroup } from './consume-group.js';
 import { createLogger } from '../logger.js';
 import { intParser, parseBroker, parseStartOffset, parseTopic, type StartOffset } from '../options.js';
-import { OutputWriter } from '../output.js';
+import { linePrefix, OutputWriter } from '../output.js';
 
 interface ConsumeOptions {
   broker?: BrokerAddress;
@@ -31,6 +32,7 @@ interface ConsumeOptions {
   maxWaitMs: number;
   printOffsets?: boolean;
   printKey?: boolean;
+  printMetadata?: boolean;
   maxDecompressedBytes?: number;
   idleTimeoutMs?: number;
 }
@@ -62,6 +64,7 @@ export function registerConsume(program: Command): void {
     )
     .option('--print-offsets', 'simple mode: prefix each line with the message offset and a tab')
     .option('--print-key', 'prefix each line with the message key and a tab (empty when the message has none)')
+    .option('--print-metadata', 'prefix each line with the creation time (ISO 8601 UTC) and the producing host, each followed by a tab (- when the message has none)')
     .option('--idle-timeout-ms <ms>', 'exit 0 once no new message came for this long (default: wait for ever)', intParser(1))
     .action(async (opts: ConsumeOptions, command: Command) => {
       const given = (name: string): boolean => command.getOptionValueSource(name) === 'cli';
@@ -116,7 +119,6 @@ async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promis
     logger.info({ broker: consumer.broker, topic, partition, offset }, 'consuming');
     armIdle();
     const newline = Buffer.from('\n');
-    const tab = Buffer.from('\t');
     const batches = consumer.messageBatches({
       topic,
       partition,
@@ -129,10 +131,7 @@ async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promis
       armIdle();
       for (const m of batch) {
         if (opts.printOffsets) await out.write(Buffer.from(`${m.offset}\t`));
-        if (opts.printKey) {
-          if (m.key) await out.write(m.key);
-          await out.write(tab);
-        }
+        for (const b of linePrefix(m, opts)) await out.write(b);
         await out.write(m.payload);
         await out.write(newline);
         if (++printed === opts.maxMessages) break outer;
@@ -158,3 +157,4 @@ export async function startOffset(consumer: SimpleConsumer, topic: string, parti
   if (offset === 'latest') return consumer.latestOffset(topic, partition);
   return offset;
 }
+
