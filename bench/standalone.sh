@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Standalone throughput (not a test): one broker on a temp dir, `klog perf produce` with
 # 200-byte messages in batches of 50 and of 1, then `klog perf consume` of the first run's
-# partition. Prints one JSON line per run. Run `npm run setup` first.
+# partition. Prints one JSON line per run, after one line that says where and when it ran.
+# Run `npm run setup` first. What the machine allows without klog: `node bench/ceilings.mjs`.
 #
 #   bash bench/standalone.sh [MESSAGES]        (default 1000000)
 set -euo pipefail
@@ -18,6 +19,8 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 B="127.0.0.1:$PORT"
+echo "# environment"
+node -e 'const os=require("os");console.log(JSON.stringify({date:new Date().toISOString(),node:process.version,kernel:os.release(),cpus:os.cpus().length,cpuModel:os.cpus()[0].model,memoryGiB:Math.round(os.totalmem()/2**30),loadAverage:os.loadavg().map((l)=>+l.toFixed(2))}))'
 echo "# produce, batches of 50"
 "$BIN/klog" perf produce --broker-list "$B" --topic bench50 --messages "$N" --size 200 --batch-size 50 --json
 echo "# produce, batches of 1"

@@ -4,11 +4,17 @@
  * safely, so it gets an InvalidRequest response and the connection is closed; every other bad
  * request gets an error response and the connection goes on. Fetch responses carry file regions
  * that `write` sends after the header with the broker's read path (SPEC §3).
+ *
+ * Fire-and-forget produce requests have no response, so they are handled without waiting: their
+ * message sets go to the connection's {@link ProduceRun}, which is appended before the next
+ * request that has a response is handled (so appends stay in arrival order), or once the reads
+ * of this turn of the event loop are done (`setImmediate`): the sets of several reads of 64 KiB
+ * then go to the log in one write.
  */
 import type { Socket } from 'node:net';
 import { ErrorCode, ProtocolError, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
 import { sendRegion, type FileRegion } from '@klog/storage';
-import { handleRequest, type BrokerContext, type ResponsePart } from './handlers/index.js';
+import { handleFireAndForget, handleRequest, ProduceRun, type BrokerContext, type ResponsePart } from './handlers/index.js';
 
 /** Releases the file regions of a response that will not be sent. */
 function releaseAll(parts: ResponsePart[] | undefined): void {
@@ -26,6 +32,10 @@ export class Connection {
   private closed = false;
   /** The broker's context, with `closing` also aborted when this connection closes. */
   private readonly ctx: BrokerContext;
+  /** Fire-and-forget message sets received and not yet appended. */
+  private readonly run: ProduceRun;
+  /** Set while a `setImmediate` that appends `run` is pending. */
+  private runFlush: NodeJS.Immediate | undefined;
 
   constructor(
     broker: BrokerContext,
@@ -34,6 +44,7 @@ export class Connection {
     const gone = new AbortController();
     this.ctx = { ...broker, closing: AbortSignal.any([broker.closing, gone.signal]) };
     const ctx = this.ctx;
+    this.run = new ProduceRun(ctx);
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
       this.chunks.push(chunk);
@@ -44,6 +55,7 @@ export class Connection {
     });
     socket.on('error', (err) => ctx.logger.debug({ remote: this.remote, err: err.message }, 'connection error'));
     socket.on('close', () => {
+      this.appendRun();
       this.closed = true;
       gone.abort(); // a long-poll fetch of this connection stops waiting
     });
@@ -57,33 +69,48 @@ export class Connection {
   private nextFrame(): Buffer | undefined {
     if (this.buffered < frameSizeBytes) return undefined;
     let head = this.chunks[0]!;
-    if (head.length < frameSizeBytes) head = this.coalesce();
+    if (head.length < frameSizeBytes) head = this.coalesce(frameSizeBytes);
     const size = readFrameSize(head, 0, this.ctx.config.maxRequestBytes)!;
-    if (this.buffered < frameSizeBytes + size) return undefined;
-    if (head.length < frameSizeBytes + size) head = this.coalesce();
-    const frame = head.subarray(frameSizeBytes, frameSizeBytes + size);
-    const rest = head.subarray(frameSizeBytes + size);
-    if (rest.length > 0) this.chunks[0] = rest;
+    const total = frameSizeBytes + size;
+    if (this.buffered < total) return undefined;
+    if (head.length < total) head = this.coalesce(total);
+    const frame = head.subarray(frameSizeBytes, total);
+    if (head.length > total) this.chunks[0] = head.subarray(total);
     else this.chunks.shift();
-    this.buffered -= frameSizeBytes + size;
+    this.buffered -= total;
     return frame;
   }
 
-  private coalesce(): Buffer {
-    const all = Buffer.concat(this.chunks, this.buffered);
-    this.chunks = [all];
-    return all;
+  /**
+   * Copies the first `bytes` buffered bytes (a frame, or a frame head, split across chunks) into
+   * one new chunk in front of the rest; the bytes after them are not copied.
+   */
+  private coalesce(bytes: number): Buffer {
+    const out = Buffer.allocUnsafe(bytes);
+    let filled = 0;
+    while (filled < bytes) {
+      const c = this.chunks[0]!;
+      const take = Math.min(c.length, bytes - filled);
+      c.copy(out, filled, 0, take);
+      filled += take;
+      if (take === c.length) this.chunks.shift();
+      else this.chunks[0] = c.subarray(take);
+    }
+    this.chunks.unshift(out);
+    return out;
   }
 
   /** Handles frames in order until none is whole; one request at a time. */
   private async pump(): Promise<void> {
     this.busy = true;
+    const run = this.run;
     try {
       for (;;) {
         let frame: Buffer | undefined;
         try {
           frame = this.nextFrame();
         } catch (err) {
+          this.appendRun();
           const code = err instanceof ProtocolError ? err.code : ErrorCode.InvalidRequest;
           this.ctx.logger.warn({ remote: this.remote, err: (err as Error).message }, 'bad frame size, closing connection');
           this.socket.end(encodeErrorResponse(code));
@@ -91,6 +118,8 @@ export class Connection {
           return;
         }
         if (frame === undefined || this.closed) break;
+        if (handleFireAndForget(this.ctx, frame, run)) continue;
+        this.appendRun();
         const response = await this.handle(frame);
         if (this.closed) {
           releaseAll(response);
@@ -98,10 +127,18 @@ export class Connection {
         }
         if (response !== undefined) await this.write(response);
       }
+      if (run.pending && this.runFlush === undefined) this.runFlush = setImmediate(() => this.appendRun());
       if (this.socket.isPaused()) this.socket.resume();
     } finally {
       this.busy = false;
     }
+  }
+
+  /** Appends the fire-and-forget sets received so far. */
+  private appendRun(): void {
+    if (this.runFlush !== undefined) clearImmediate(this.runFlush);
+    this.runFlush = undefined;
+    this.run.flush();
   }
 
   private async handle(frame: Buffer): Promise<ResponsePart[] | undefined> {

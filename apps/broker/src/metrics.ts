@@ -21,6 +21,10 @@
  * | `klog_read_path` | gauge | path (sendfile, read-write) | 1 for the read path in use, else 0 |
  * | `klog_sendfile_eagain_total` | counter | | times a sendfile found the socket full and waited (process-wide) |
  *
+ * The per-request counters (messages and bytes in and out, fetch responses, requests) are
+ * plain numbers on the request path, copied into their prom-client counters when the registry
+ * is read: a labelled `inc` costs about as much as checking a small message set.
+ *
  * Messages out are not counted per message: the read path sends segment bytes without reading
  * them (sendfile), so the broker does not know how many messages a fetch carried, as in Kafka,
  * whose brokers export bytes out but not messages out. Consumers count what they receive.
@@ -30,20 +34,21 @@ import { once } from 'node:events';
 import { sendfileStats, type Log, type LogManager, type ReadPath } from '@klog/storage';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
+/** What the broker counts per topic between scrapes (running totals). */
+interface TopicCounts {
+  messagesIn: number;
+  bytesIn: number;
+  bytesOut: number;
+  fetchResponses: number;
+}
+
 /** The broker's counters and gauges. Create one per broker. */
 export class BrokerMetrics {
   /** The registry every metric below lives in. */
   readonly registry = new Registry();
-  readonly #messagesIn = new Counter({ name: 'klog_messages_in_total', help: 'Messages appended, by topic', labelNames: ['topic'], registers: [this.registry] });
-  readonly #bytesIn = new Counter({ name: 'klog_bytes_in_total', help: 'Message-set bytes appended, by topic', labelNames: ['topic'], registers: [this.registry] });
-  readonly #bytesOut = new Counter({ name: 'klog_bytes_out_total', help: 'Message-set bytes sent to consumers, by topic', labelNames: ['topic'], registers: [this.registry] });
-  readonly #fetchResponses = new Counter({
-    name: 'klog_fetch_responses_total',
-    help: 'Fetch answers carrying data, by topic (one per partition of a MULTIFETCH)',
-    labelNames: ['topic'],
-    registers: [this.registry],
-  });
-  readonly #requests = new Counter({ name: 'klog_requests_total', help: 'Requests served, by request type', labelNames: ['type'], registers: [this.registry] });
+  /** Counts by topic and by request type, on the request path; the counters below read them at each scrape. */
+  readonly #topics = new Map<string, TopicCounts>();
+  readonly #requestCounts = new Map<string, number>();
   readonly #errors = new Counter({ name: 'klog_errors_total', help: 'Error responses and rejected requests, by error code name', labelNames: ['code'], registers: [this.registry] });
   readonly #longPolls = new Gauge({ name: 'klog_long_polls_waiting', help: 'Fetches waiting at the log end for data (long poll)', registers: [this.registry] });
   readonly #flushes = new Counter({ name: 'klog_flushes_total', help: 'Log flushes, by result', labelNames: ['result'], registers: [this.registry] });
@@ -55,6 +60,41 @@ export class BrokerMetrics {
   });
 
   /**
+   * Registers the counters read from `#topics` and `#requestCounts` when the registry is read
+   * (`collect`), so the request path only adds to plain numbers.
+   */
+  #registerRequestCounters(): void {
+    const topics = this.#topics;
+    const byTopic = (name: string, help: string, read: (t: TopicCounts) => number): void => {
+      new Counter({
+        name,
+        help,
+        labelNames: ['topic'],
+        registers: [this.registry],
+        collect(this: Counter) {
+          this.reset();
+          for (const [topic, t] of topics) if (read(t) > 0) this.inc({ topic }, read(t));
+        },
+      });
+    };
+    byTopic('klog_messages_in_total', 'Messages appended, by topic', (t) => t.messagesIn);
+    byTopic('klog_bytes_in_total', 'Message-set bytes appended, by topic', (t) => t.bytesIn);
+    byTopic('klog_bytes_out_total', 'Message-set bytes sent to consumers, by topic', (t) => t.bytesOut);
+    byTopic('klog_fetch_responses_total', 'Fetch answers carrying data, by topic (one per partition of a MULTIFETCH)', (t) => t.fetchResponses);
+    const requests = this.#requestCounts;
+    new Counter({
+      name: 'klog_requests_total',
+      help: 'Requests served, by request type',
+      labelNames: ['type'],
+      registers: [this.registry],
+      collect(this: Counter) {
+        this.reset();
+        for (const [type, n] of requests) this.inc({ type }, n);
+      },
+    });
+  }
+
+  /**
    * @param readPath the read path the broker uses (exported as `klog_read_path`)
    * @param logs the broker's logs: their end offsets and sizes are read at each scrape, and
    *   their flushes counted and timed
@@ -63,6 +103,7 @@ export class BrokerMetrics {
     readonly readPath: ReadPath,
     logs: LogManager,
   ) {
+    this.#registerRequestCounters();
     const gauge = (name: string, help: string, read: (log: Log) => number): void => {
       new Gauge({
         name,
@@ -97,16 +138,27 @@ export class BrokerMetrics {
     });
   }
 
+  #topic(topic: string): TopicCounts {
+    let t = this.#topics.get(topic);
+    if (t === undefined) {
+      t = { messagesIn: 0, bytesIn: 0, bytesOut: 0, fetchResponses: 0 };
+      this.#topics.set(topic, t);
+    }
+    return t;
+  }
+
   /** Counts `count` messages of `bytes` bytes appended to `topic`. */
   messagesIn(topic: string, count: number, bytes: number): void {
-    this.#messagesIn.inc({ topic }, count);
-    this.#bytesIn.inc({ topic }, bytes);
+    const t = this.#topic(topic);
+    t.messagesIn += count;
+    t.bytesIn += bytes;
   }
 
   /** Counts one fetch answer of `bytes` message-set bytes from `topic`. */
   bytesOut(topic: string, bytes: number): void {
-    this.#bytesOut.inc({ topic }, bytes);
-    this.#fetchResponses.inc({ topic });
+    const t = this.#topic(topic);
+    t.bytesOut += bytes;
+    t.fetchResponses++;
   }
 
   /** Counts a long-poll fetch starting (+1) or ending (−1) its wait. */
@@ -116,7 +168,7 @@ export class BrokerMetrics {
 
   /** Counts one request of the given type name. */
   request(type: string): void {
-    this.#requests.inc({ type });
+    this.#requestCounts.set(type, (this.#requestCounts.get(type) ?? 0) + 1);
   }
 
   /** Counts one error of the given code name. */

@@ -2,13 +2,25 @@
  * One TCP connection to one broker (SPEC §3): Nagle off, requests framed by @klog/protocol,
  * responses matched to requests in the order they were sent (a broker answers the requests of
  * one connection in order). Requests that get no response (PRODUCE, MULTIPRODUCE) are written
- * with {@link Connection.send}; requests that do, with {@link Connection.request}.
+ * with {@link Connection.send} or {@link Connection.sendFrame}; requests that do, with
+ * {@link Connection.request}.
+ *
+ * Requests are pipelined: each is queued in call order and the queue is handed to the socket
+ * once the caller's synchronous work is done (a microtask later) or once it holds
+ * {@link coalesceBytes}, so many requests leave in one write (one system call) instead of one
+ * each. Frames carved one after another from {@link Connection.allocFrame} are contiguous and
+ * go out as one buffer; others together in one vectored write.
+ *
+ * Responses are read straight into a receive buffer sized for the frame being received (the
+ * socket's `onread` option), and each whole frame is handed out as a view on it: a 1 MiB fetch
+ * response is not copied after the kernel put it there (only the start of a frame that arrived
+ * behind the previous one is moved, once, into a buffer of its size).
  *
  * The socket is opened on first use and again on the first use after it closed, so a broker
  * restart costs the requests that were waiting, not the Connection.
  */
-import { Socket } from 'node:net';
-import { type Decoder, frameSizeBytes, openFrame, readFrameSize } from '@klog/protocol';
+import { type OnReadOpts, Socket, type SocketConstructorOpts } from 'node:net';
+import { bufferView, type Decoder, frameSizeBytes, openFrame, readFrameSize } from '@klog/protocol';
 import { KlogConnectionError } from './errors.js';
 
 /** Options of a {@link Connection}. */
@@ -42,6 +54,27 @@ export const defaultRequestTimeoutMs = 30_000;
 export const defaultConnectTimeoutMs = 10_000;
 /** Default largest response frame, in bytes. */
 export const defaultMaxResponseBytes = 128 * 1024 * 1024;
+/** Smallest free space, in bytes, the receive buffer offers a read; with less, reading goes on in a new buffer. */
+const minReadBytes = 16 * 1024;
+/** Bytes of a receive buffer beyond the frame it is made for (room for the start of the next frames), and of one made for no frame. */
+const receiveSlackBytes = 64 * 1024;
+
+/** Queued request bytes that are handed to the socket at once, without waiting for the microtask. */
+export const coalesceBytes = 256 * 1024;
+/** Bytes of each slab {@link Connection.allocFrame} carves frames from; larger frames get a buffer of their own. */
+export const frameSlabBytes = 1024 * 1024;
+
+/** Called once a queued frame has been handed to the operating system, or with the error that stopped it. */
+export type WrittenCallback = (err?: Error) => void;
+
+/** Queued frames that are contiguous in one ArrayBuffer: one write. */
+interface OutRun {
+  readonly memory: ArrayBufferLike;
+  readonly start: number;
+  end: number;
+  /** One per frame of the run (a single callback is kept unwrapped). */
+  callbacks: WrittenCallback | WrittenCallback[];
+}
 
 /** A request/response channel to one broker. Not safe to share across processes; fine to share across callers. */
 export class Connection {
@@ -59,12 +92,21 @@ export class Connection {
   private connecting: Promise<Socket> | undefined;
   /** Requests written and waiting for their response, oldest first. */
   private readonly pending: Pending[] = [];
-  /** Received bytes not yet part of a whole frame. */
-  private chunks: Buffer[] = [];
-  /** Total bytes in `chunks`. */
-  private buffered = 0;
+  /** The receive buffer: bytes arrive at `rxEnd`; `[rxStart, rxEnd)` is the start of frames not yet whole. */
+  private rx: Buffer = Buffer.alloc(0);
+  private rxStart = 0;
+  private rxEnd = 0;
   /** Set by close(): no further use. */
   private closed = false;
+  /** Frames queued for the socket, in call order. */
+  private out: OutRun[] = [];
+  /** Bytes in `out`. */
+  private outBytes = 0;
+  /** True while a microtask that writes `out` is pending. */
+  private writeScheduled = false;
+  /** The slab allocFrame carves from, and how much of it is used. */
+  private slab: Buffer | undefined;
+  private slabUsed = 0;
 
   constructor(options: ConnectionOptions) {
     this.address = `${options.host}:${options.port}`;
@@ -81,36 +123,115 @@ export class Connection {
   }
 
   /**
-   * Writes a framed request that gets a response and resolves with that response.
+   * Queues a framed request that gets a response and resolves with that response.
    * @param frame a whole request frame (size prefix included), as the encode functions of @klog/protocol make
    * @param extraWaitMs ms the broker may legitimately hold the request (a long-poll fetch's maxWaitMs), added to the request timeout
    * @throws KlogConnectionError when the connection cannot be opened, closes first, or the response takes longer than the timeout
    */
-  async request(frame: Buffer, extraWaitMs = 0): Promise<Response> {
-    const socket = await this.open();
-    if (this.socket !== socket || socket.destroyed) throw new KlogConnectionError(this.address, 'connection closed');
+  request(frame: Buffer, extraWaitMs = 0): Promise<Response> {
     return new Promise<Response>((resolve, reject) => {
+      if (this.closed) {
+        reject(new KlogConnectionError(this.address, 'connection is closed'));
+        return;
+      }
       const p: Pending = { resolve, reject, timeoutMs: this.requestTimeoutMs + extraWaitMs };
       this.pending.push(p);
-      // The clock starts when the request is handed to the socket.
-      socket.write(frame, () => this.arm(p));
+      // The clock starts when the request is handed to the socket; a failed write fails p through fail().
+      this.enqueue(frame, (err) => {
+        if (err === undefined) this.arm(p);
+      });
     });
   }
 
   /**
-   * Writes a framed request that gets no response (PRODUCE, MULTIPRODUCE). Resolves once the
+   * Queues a framed request that gets no response (PRODUCE, MULTIPRODUCE). Resolves once the
    * bytes have been handed to the operating system, so awaiting it bounds the bytes queued in
    * this process.
    * @throws KlogConnectionError when the connection cannot be opened or fails while writing
    */
-  async send(frame: Buffer): Promise<void> {
-    const socket = await this.open();
-    await new Promise<void>((resolve, reject) => {
-      socket.write(frame, (err) => {
-        if (err) reject(new KlogConnectionError(this.address, `write failed: ${err.message}`, { cause: err }));
-        else resolve();
+  send(frame: Buffer): Promise<void> {
+    return new Promise<void>((resolve, reject) => this.sendFrame(frame, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /**
+   * {@link send} with a callback instead of a promise, for callers that send many frames:
+   * `written` is called once, with no argument once the bytes have been handed to the
+   * operating system, or with a KlogConnectionError when the connection cannot be opened or
+   * fails first.
+   */
+  sendFrame(frame: Buffer, written: WrittenCallback): void {
+    if (this.closed) {
+      const err = new KlogConnectionError(this.address, 'connection is closed');
+      queueMicrotask(() => written(err));
+      return;
+    }
+    this.enqueue(frame, written);
+  }
+
+  /**
+   * A buffer of `bytes` bytes for one outgoing frame, carved from a slab after the previous one,
+   * so that frames written into consecutive allocations and queued in the same order leave in
+   * one write without being copied together. Its contents are undefined until written.
+   */
+  allocFrame(bytes: number): Buffer {
+    if (bytes > frameSlabBytes / 4) return Buffer.allocUnsafe(bytes);
+    if (this.slab === undefined || this.slab.length - this.slabUsed < bytes) {
+      this.slab = Buffer.allocUnsafeSlow(frameSlabBytes);
+      this.slabUsed = 0;
+    }
+    const b = bufferView(this.slab, this.slabUsed, this.slabUsed + bytes);
+    this.slabUsed += bytes;
+    return b;
+  }
+
+  /** Bytes queued and not yet handed to the socket. */
+  get queuedBytes(): number {
+    return this.outBytes;
+  }
+
+  /** Queues `frame` behind the frames queued before it, opening the socket when needed. */
+  private enqueue(frame: Buffer, written: WrittenCallback): void {
+    const last = this.out[this.out.length - 1];
+    if (last !== undefined && last.memory === frame.buffer && last.end === frame.byteOffset) {
+      last.end += frame.length;
+      if (typeof last.callbacks === 'function') last.callbacks = [last.callbacks, written];
+      else last.callbacks.push(written);
+    } else {
+      this.out.push({ memory: frame.buffer, start: frame.byteOffset, end: frame.byteOffset + frame.length, callbacks: written });
+    }
+    this.outBytes += frame.length;
+    if (this.socket === undefined) {
+      this.open().catch(() => {
+        // fail() has reported the error to every queued frame and waiting request.
       });
-    });
+    }
+    if (this.outBytes >= coalesceBytes) this.writeQueued();
+    else if (!this.writeScheduled) {
+      this.writeScheduled = true;
+      queueMicrotask(() => {
+        this.writeScheduled = false;
+        this.writeQueued();
+      });
+    }
+  }
+
+  /** Hands the queued frames to the socket once it is connected (the 'connect' handler calls this again). */
+  private writeQueued(): void {
+    const socket = this.socket;
+    if (socket === undefined || socket.connecting || this.out.length === 0) return;
+    const runs = this.out;
+    this.out = [];
+    this.outBytes = 0;
+    if (runs.length > 1) socket.cork();
+    for (const run of runs) {
+      const { callbacks } = run;
+      socket.write(Buffer.from(run.memory, run.start, run.end - run.start), (err?: Error | null) => {
+        const e = err ? new KlogConnectionError(this.address, `write failed: ${err.message}`, { cause: err }) : undefined;
+        if (typeof callbacks === 'function') callbacks(e);
+        else for (const cb of callbacks) cb(e);
+      });
+    }
+    if (runs.length > 1) socket.uncork();
   }
 
   /** Closes the socket; waiting requests fail with KlogConnectionError. The Connection cannot be used again. */
@@ -138,7 +259,15 @@ export class Connection {
     if (this.closed) return Promise.reject(new KlogConnectionError(this.address, 'connection is closed'));
     if (this.connecting) return this.connecting;
     this.connecting = new Promise<Socket>((resolve, reject) => {
-      const socket = new Socket();
+      // `onread` is read by the net.Socket constructor, though @types/node lists it for connect() only.
+      const onread: OnReadOpts = {
+        buffer: () => this.readBuffer(),
+        callback: (n: number) => {
+          this.onRead(socket, n);
+          return true;
+        },
+      };
+      const socket = new Socket({ onread } as SocketConstructorOpts);
       this.socket = socket;
       socket.setNoDelay(true);
       const timer = setTimeout(() => {
@@ -149,70 +278,97 @@ export class Connection {
         connected = true;
         clearTimeout(timer);
         resolve(socket);
+        this.writeQueued();
       });
-      socket.on('data', (chunk: Buffer) => this.onData(chunk));
       socket.on('error', () => {
         // 'close' follows and reports; this handler keeps the error from being thrown.
       });
+      let connectError: Error | undefined;
       socket.once('close', (hadError) => {
         clearTimeout(timer);
-        const why = connected ? (hadError ? 'connection failed' : 'connection closed by the broker') : 'cannot connect';
-        const err = new KlogConnectionError(this.address, why);
+        const why = connected ? (hadError ? 'connection failed' : 'connection closed by the broker') : `cannot connect${connectError ? `: ${connectError.message}` : ''}`;
+        const err = new KlogConnectionError(this.address, why, connectError ? { cause: connectError } : undefined);
         if (!connected) reject(err);
         // After fail() or a reconnect this socket is no longer ours and its requests are already settled.
         if (this.socket === socket) this.fail(err);
       });
       socket.once('error', (e) => {
-        if (!connected) reject(new KlogConnectionError(this.address, `cannot connect: ${e.message}`, { cause: e }));
+        if (!connected) {
+          connectError = e;
+          reject(new KlogConnectionError(this.address, `cannot connect: ${e.message}`, { cause: e }));
+        }
       });
       socket.connect(this.port, this.host);
     });
     return this.connecting;
   }
 
-  /** Fails every waiting request with `err` and drops the socket. */
+  /** Fails every waiting request and every queued frame with `err` and drops the socket. */
   private fail(err: Error): void {
     const waiting = this.pending.splice(0);
     for (const p of waiting) {
       if (p.timer) clearTimeout(p.timer);
       p.reject(err);
     }
+    const queued = this.out;
+    this.out = [];
+    this.outBytes = 0;
+    for (const run of queued) {
+      if (typeof run.callbacks === 'function') run.callbacks(err);
+      else for (const cb of run.callbacks) cb(err);
+    }
     const socket = this.socket;
     if (socket) {
       this.socket = undefined;
       this.connecting = undefined;
-      this.chunks = [];
-      this.buffered = 0;
+      this.rx = Buffer.alloc(0);
+      this.rxStart = 0;
+      this.rxEnd = 0;
       socket.destroy();
     }
   }
 
-  private onData(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.buffered += chunk.length;
-    while (this.buffered >= frameSizeBytes) {
-      const head = this.chunks[0]!.length >= frameSizeBytes ? this.chunks[0]! : this.join();
-      let size: number | undefined;
+  /** Where the next read puts its bytes: the free end of the receive buffer, or a new one. */
+  private readBuffer(): Buffer {
+    if (this.rx.length - this.rxEnd < minReadBytes) this.moveTo(receiveSlackBytes);
+    return this.rx.subarray(this.rxEnd);
+  }
+
+  /**
+   * Moves the unfinished frame `[rxStart, rxEnd)` to the start of a new receive buffer with
+   * room for `bytes` from there plus {@link receiveSlackBytes} (the buffer before it stays with
+   * the frames already handed out).
+   */
+  private moveTo(bytes: number): void {
+    const pending = this.rxEnd - this.rxStart;
+    const next = Buffer.allocUnsafe(Math.max(bytes, pending) + receiveSlackBytes);
+    this.rx.copy(next, 0, this.rxStart, this.rxEnd);
+    this.rx = next;
+    this.rxStart = 0;
+    this.rxEnd = pending;
+  }
+
+  /** `n` bytes arrived at `rxEnd`: hands out every whole frame, and makes room for the rest of a partial one. */
+  private onRead(socket: Socket, n: number): void {
+    this.rxEnd += n;
+    while (this.socket === socket && this.rxEnd - this.rxStart >= frameSizeBytes) {
+      let size: number;
       try {
-        size = readFrameSize(head, 0, this.maxResponseBytes);
+        size = readFrameSize(this.rx, this.rxStart, this.maxResponseBytes)!;
       } catch (e) {
         this.fail(new KlogConnectionError(this.address, `bad response frame: ${(e as Error).message}`));
         return;
       }
-      if (size === undefined || this.buffered < frameSizeBytes + size) return;
-      const all = this.join();
-      const frame = all.subarray(frameSizeBytes, frameSizeBytes + size);
-      const rest = all.subarray(frameSizeBytes + size);
-      this.chunks = rest.length > 0 ? [rest] : [];
-      this.buffered = rest.length;
+      const total = frameSizeBytes + size;
+      if (this.rxEnd - this.rxStart < total) {
+        // The rest of the frame is read straight into place.
+        if (this.rxStart + total > this.rx.length) this.moveTo(total);
+        return;
+      }
+      const frame = bufferView(this.rx, this.rxStart + frameSizeBytes, this.rxStart + total);
+      this.rxStart += total;
       this.deliver(frame);
     }
-  }
-
-  /** Concatenates the buffered chunks into one (a no-op when there is one) and returns it. */
-  private join(): Buffer {
-    if (this.chunks.length !== 1) this.chunks = [Buffer.concat(this.chunks, this.buffered)];
-    return this.chunks[0]!;
   }
 
   private deliver(frame: Buffer): void {

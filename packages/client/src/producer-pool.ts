@@ -18,6 +18,13 @@
  * the order their batches were sent. Every record of a wrapper is acknowledged with the
  * wrapper's offset, and `nextOffset` is the wrapper's offset except for its last record, whose
  * `nextOffset` is the wrapper's end (what a consumer reports for the same messages).
+ *
+ * The fast path (no compression): a batch keeps references to its payloads, and sending it
+ * writes the request frame once, into the connection's outgoing slab, with every payload
+ * copied straight into place and its CRC computed there (no message set is built first).
+ * Requests are pipelined: the connection queues them and hands those of one event-loop turn
+ * to the socket in one write, while {@link ProducerPoolOptions.maxInFlightBytes} bounds what
+ * is batched or written and not yet done.
  */
 import { hostname } from 'node:os';
 import {
@@ -27,15 +34,19 @@ import {
   decodeProduceAckResponse,
   encodeMessageSet,
   encodeMessageSetWithHeaders,
-  encodeMultiProduceRequest,
-  encodeProduceAckRequest,
   entrySizeInBytes,
   ErrorCode,
   gzipMessageSet,
   maxHeaderFieldBytes,
+  maxPartitionsPerRequest,
   type MessageHeader,
   messageSizeInBytes,
+  multiProduceRequestBytes,
   type PartitionMessages,
+  type ProduceBlock,
+  produceAckRequestBytes,
+  writeMultiProduceRequest,
+  writeProduceAckRequest,
 } from '@klog/protocol';
 import { Connection } from './connection.js';
 import { KlogBrokerError, KlogError } from './errors.js';
@@ -55,8 +66,6 @@ export const defaultBatchSize = 200;
 export const defaultLingerMs = 5;
 /** Default bound on bytes batched or in flight. */
 export const defaultMaxInFlightBytes = 32 * 1024 * 1024;
-/** Most partitions in one MULTIPRODUCE or PRODUCE_ACK request (an int16 count). */
-const maxPartitionsPerRequest = 32767;
 
 /** Batching and acknowledgement settings shared by both producers. */
 export interface ProducerPoolOptions {
@@ -168,13 +177,26 @@ interface PartitionBatch {
 
 interface BrokerState extends PooledBroker {
   /** Batches by `topic\0brokerPartition`. */
-  batches: Map<string, PartitionBatch>;
+  readonly batches: Map<string, PartitionBatch>;
+  /** The batches of `batches`, in the order they were opened. */
+  batchList: PartitionBatch[];
+  /** The target of the last record batched and its batch: most records follow one to the same partition. */
+  lastTarget: PartitionTarget<PartitionMeta> | undefined;
+  lastBatch: PartitionBatch | undefined;
   /** Messages in `batches`. */
   batchedMessages: number;
-  /** Sends `batches` when the linger time is up; set while batches is not empty. */
+  /**
+   * Fires when the oldest batched message may have waited lingerMs; armed when a message is
+   * batched and none is armed, and left armed when its batches go out full (re-armed for the
+   * batches opened since, or let go when there are none), so a batch costs no timer of its own.
+   */
   lingerTimer: NodeJS.Timeout | undefined;
-  /** Requests to this broker written and not yet settled. */
-  readonly outstanding: Set<Promise<void>>;
+  /** `Date.now()` when the first message of the current batches was batched. */
+  oldestBatchedAt: number;
+  /** Requests to this broker handed to its connection and not yet settled. */
+  requestsInFlight: number;
+  /** Resolved when `requestsInFlight` drops to 0. */
+  idleWaiters: Array<() => void>;
   /** Set by retire(): no longer routed to; closes once its requests settle. */
   retired: boolean;
   /** With compression: resolves once the last compressed request is written (keeps requests in order). */
@@ -201,8 +223,10 @@ export class ProducerPool {
   private inFlightBytes = 0;
   /** Callers of send() waiting for inFlightBytes to drop. */
   private roomWaiters: Array<() => void> = [];
-  /** Requests written and not yet settled. */
-  private readonly outstanding = new Set<Promise<void>>();
+  /** Requests handed to a connection and not yet settled, all brokers (also retired ones). */
+  private requestsInFlight = 0;
+  /** Resolved when `requestsInFlight` drops to 0. */
+  private idleWaiters: Array<() => void> = [];
   /** Connections of retired brokers being closed. */
   private readonly closing = new Set<Promise<void>>();
   /** A failure of a fire-and-forget send, reported by the next send() or flush(). */
@@ -244,9 +268,14 @@ export class ProducerPool {
         address,
         connection: new Connection({ host, port, requestTimeoutMs: this.requestTimeoutMs, connectTimeoutMs: this.connectTimeoutMs }),
         batches: new Map(),
+        batchList: [],
+        lastTarget: undefined,
+        lastBatch: undefined,
         batchedMessages: 0,
         lingerTimer: undefined,
-        outstanding: new Set(),
+        oldestBatchedAt: 0,
+        requestsInFlight: 0,
+        idleWaiters: [],
         retired: false,
         writeChain: Promise.resolve(),
       };
@@ -266,7 +295,8 @@ export class ProducerPool {
     this.brokers.delete(b.address);
     b.retired = true;
     this.sendBatches(b);
-    const closing = Promise.allSettled([...b.outstanding])
+    stopLinger(b);
+    const closing = whenIdle(b)
       .then(() => b.connection.close())
       .finally(() => this.closing.delete(closing));
     this.closing.add(closing);
@@ -322,7 +352,7 @@ export class ProducerPool {
    */
   async flush(): Promise<void> {
     for (const b of this.brokers.values()) this.sendBatches(b);
-    while (this.outstanding.size > 0) await Promise.allSettled([...this.outstanding]);
+    while (this.requestsInFlight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     const e = this.asyncError;
     if (e) {
       this.asyncError = undefined;
@@ -341,6 +371,7 @@ export class ProducerPool {
       await this.flush();
     } finally {
       this.isClosed = true;
+      for (const b of this.brokers.values()) stopLinger(b);
       for (const w of this.roomWaiters.splice(0)) w();
       await Promise.all([...this.brokers.values()].map((b) => b.connection.close()));
       await Promise.allSettled([...this.closing]);
@@ -369,11 +400,17 @@ export class ProducerPool {
   private append(target: PartitionTarget<PartitionMeta>, payload: Buffer, header: MessageHeader | undefined, call: SendCall | undefined, index: number): void {
     // Every PooledBroker is a BrokerState made by broker().
     const b = target.broker as BrokerState;
-    const key = `${target.meta.topic}\0${target.brokerPartition}`;
-    let batch = b.batches.get(key);
-    if (!batch) {
-      batch = { topic: target.meta.topic, brokerPartition: target.brokerPartition, meta: target.meta, payloads: [], headers: undefined, bytes: 0, placements: [] };
-      b.batches.set(key, batch);
+    let batch = b.lastTarget === target ? b.lastBatch : undefined;
+    if (batch === undefined) {
+      const key = `${target.meta.topic}\0${target.brokerPartition}`;
+      batch = b.batches.get(key);
+      if (!batch) {
+        batch = { topic: target.meta.topic, brokerPartition: target.brokerPartition, meta: target.meta, payloads: [], headers: undefined, bytes: 0, placements: [] };
+        b.batches.set(key, batch);
+        b.batchList.push(batch);
+      }
+      b.lastTarget = target;
+      b.lastBatch = batch;
     }
     const size = header === undefined ? messageSizeInBytes(payload.length) : entrySizeInBytes({ value: payload, header });
     if (call) batch.placements.push({ call, index, position: batch.bytes, size });
@@ -381,69 +418,133 @@ export class ProducerPool {
     else batch.headers?.push(undefined);
     batch.payloads.push(payload);
     batch.bytes += size;
-    b.batchedMessages++;
+    if (b.batchedMessages++ === 0) b.oldestBatchedAt = Date.now();
     this.inFlightBytes += size;
     // A retired broker gets no linger: its batch goes (and fails) at once.
     if (b.retired || b.batchedMessages >= this.batchSize) this.sendBatches(b);
-    else if (!b.lingerTimer) b.lingerTimer = setTimeout(() => this.sendBatches(b), this.lingerMs);
+    else if (!b.lingerTimer) b.lingerTimer = setTimeout(() => this.lingerUp(b), this.lingerMs);
+  }
+
+  /** The linger timer fired: send what waited lingerMs, or wait for the rest of it (see BrokerState.lingerTimer). */
+  private lingerUp(b: BrokerState): void {
+    b.lingerTimer = undefined;
+    if (b.batchedMessages === 0) return;
+    const waitMs = b.oldestBatchedAt + this.lingerMs - Date.now();
+    if (waitMs > 0) b.lingerTimer = setTimeout(() => this.lingerUp(b), waitMs);
+    else this.sendBatches(b);
   }
 
   /** Sends the broker's batches, one request per at most 32767 partitions. */
   private sendBatches(broker: BrokerState): void {
-    if (broker.lingerTimer) clearTimeout(broker.lingerTimer);
-    broker.lingerTimer = undefined;
-    if (broker.batches.size === 0) return;
-    const batches = [...broker.batches.values()];
-    broker.batches = new Map();
+    if (broker.batchList.length === 0) return;
+    const batches = broker.batchList;
+    broker.batchList = [];
+    broker.batches.clear();
+    broker.lastTarget = undefined;
+    broker.lastBatch = undefined;
     broker.batchedMessages = 0;
-    for (let i = 0; i < batches.length; i += maxPartitionsPerRequest) {
-      this.sendRequest(broker, batches.slice(i, i + maxPartitionsPerRequest));
-    }
+    if (batches.length <= maxPartitionsPerRequest) this.sendRequest(broker, batches);
+    else for (let i = 0; i < batches.length; i += maxPartitionsPerRequest) this.sendRequest(broker, batches.slice(i, i + maxPartitionsPerRequest));
   }
 
   private sendRequest(broker: BrokerState, batches: PartitionBatch[]): void {
+    let bytes = 0;
+    for (const b of batches) bytes += b.bytes;
+    this.requestsInFlight++;
+    broker.requestsInFlight++;
+    const settled = (): void => this.settled(broker, bytes);
+    if (this.codec === 0) {
+      this.sendPlain(broker, batches, settled);
+      return;
+    }
     const sets: PartitionMessages[] = batches.map((b) => ({
       topic: b.topic,
       partition: b.brokerPartition,
       messages: b.headers === undefined ? encodeMessageSet(b.payloads) : encodeMessageSetWithHeaders(b.payloads.map((value, i) => ({ value, header: b.headers![i] }))),
     }));
-    const bytes = batches.reduce((n, b) => n + b.bytes, 0);
-    const compressed = this.codec !== 0;
-    const write = (ready: PartitionMessages[]): Promise<void> =>
-      this.acks === 0
-        ? broker.connection.send(encodeMultiProduceRequest(ready))
-        : broker.connection
-            .request(encodeProduceAckRequest({ acks: this.acks as AckLevelValue, partitions: ready }))
-            .then((res) => settleAcks(broker.address, batches, compressed, res.errorCode, () => decodeProduceAckResponse(res.body)));
-    let written: Promise<void>;
-    if (!compressed) {
-      written = write(sets);
-    } else {
-      // Compress in parallel, write in order: each request is written once the one before it is.
-      const ready = Promise.all(sets.map(async (s) => ({ ...s, messages: await gzipMessageSet(s.messages) })));
-      const issued = broker.writeChain.then(() => ready).then((r) => ({ done: write(r) }));
-      broker.writeChain = issued.then(
-        () => undefined,
-        () => undefined,
-      );
-      written = issued.then((r) => r.done);
-    }
-    const done =
-      this.acks === 0
-        ? written.catch((e: Error) => {
-            this.logger?.warn({ broker: broker.address, err: e.message }, 'produce request failed');
-            this.asyncError ??= e;
-          })
-        : written.catch((e: Error) => {
-            for (const b of batches) for (const p of b.placements) failCall(p.call, e);
-          });
-    const tracked = done.finally(() => {
-      this.outstanding.delete(tracked);
-      broker.outstanding.delete(tracked);
-      this.release(bytes);
+    // Compress in parallel, write in order: each request is written once the one before it is.
+    const ready = Promise.all(sets.map(async (s) => ({ ...s, messages: await gzipMessageSet(s.messages) })));
+    const issued = broker.writeChain.then(() => ready).then((r) => ({ done: this.write(broker, batches, r, true) }));
+    broker.writeChain = issued.then(
+      () => undefined,
+      () => undefined,
+    );
+    issued.then((r) => r.done).then(settled, (e: Error) => {
+      this.failed(broker, batches, e);
+      settled();
     });
-    this.outstanding.add(tracked);
-    broker.outstanding.add(tracked);
+  }
+
+  /**
+   * Writes an uncompressed request straight into the connection's outgoing slab: the
+   * payloads go from the batches into the frame (see the file comment). Calls `settled` once
+   * the request is written (acks 0) or answered (acks 1-2), failed or not.
+   */
+  private sendPlain(broker: BrokerState, batches: PartitionBatch[], settled: () => void): void {
+    const blocks: ProduceBlock[] = batches.map((b) => ({ topic: b.topic, partition: b.brokerPartition, payloads: b.payloads, headers: b.headers }));
+    let frame: Buffer;
+    try {
+      const setBytes: number[] = [];
+      if (this.acks === 0) {
+        frame = broker.connection.allocFrame(multiProduceRequestBytes(blocks, setBytes));
+        writeMultiProduceRequest(frame, 0, blocks, setBytes);
+      } else {
+        frame = broker.connection.allocFrame(produceAckRequestBytes(blocks, setBytes));
+        writeProduceAckRequest(frame, 0, this.acks as AckLevelValue, blocks, setBytes);
+      }
+    } catch (err) {
+      // Records were checked before they were batched; this is a bug, reported where the records are.
+      this.failed(broker, batches, err as Error);
+      queueMicrotask(settled);
+      return;
+    }
+    if (this.acks === 0) {
+      broker.connection.sendFrame(frame, (err) => {
+        if (err) this.failed(broker, batches, err);
+        settled();
+      });
+      return;
+    }
+    this.acknowledged(broker, batches, broker.connection.request(frame)).then(settled, (e: Error) => {
+      this.failed(broker, batches, e);
+      settled();
+    });
+  }
+
+  /** Writes a request of ready message sets (compressed ones); resolves once written (acks 0) or answered and settled (acks 1-2). */
+  private write(broker: BrokerState, batches: PartitionBatch[], ready: PartitionMessages[], compressed: boolean): Promise<void> {
+    const setBytes: number[] = [];
+    if (this.acks === 0) {
+      const frame = broker.connection.allocFrame(multiProduceRequestBytes(ready, setBytes));
+      writeMultiProduceRequest(frame, 0, ready, setBytes);
+      return broker.connection.send(frame);
+    }
+    const frame = broker.connection.allocFrame(produceAckRequestBytes(ready, setBytes));
+    writeProduceAckRequest(frame, 0, this.acks as AckLevelValue, ready, setBytes);
+    return this.acknowledged(broker, batches, broker.connection.request(frame), compressed);
+  }
+
+  /** Settles the send() calls of an acknowledged request's records from its response. */
+  private async acknowledged(broker: BrokerState, batches: PartitionBatch[], response: ReturnType<Connection['request']>, compressed = false): Promise<void> {
+    const res = await response;
+    settleAcks(broker.address, batches, compressed, res.errorCode, () => decodeProduceAckResponse(res.body));
+  }
+
+  /** A request failed: with acks 0 the error waits for the next send or flush; with acks 1-2 its records' send() calls reject. */
+  private failed(broker: BrokerState, batches: readonly PartitionBatch[], e: Error): void {
+    if (this.acks === 0) {
+      this.logger?.warn({ broker: broker.address, err: e.message }, 'produce request failed');
+      this.asyncError ??= e;
+      return;
+    }
+    for (const b of batches) for (const p of b.placements) failCall(p.call, e);
+  }
+
+  /** A request of `bytes` batched bytes is done (written, answered or failed). */
+  private settled(broker: BrokerState, bytes: number): void {
+    this.release(bytes);
+    if (--broker.requestsInFlight === 0) for (const w of broker.idleWaiters.splice(0)) w();
+    if (--this.requestsInFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   private waitForRoom(): Promise<void> {
@@ -510,6 +611,18 @@ function failCall(call: SendCall, e: Error): void {
   if (call.settled) return;
   call.settled = true;
   call.reject(e);
+}
+
+/** Disarms a broker's linger timer (nothing is batched for it, or nothing will be sent). */
+function stopLinger(b: BrokerState): void {
+  if (b.lingerTimer) clearTimeout(b.lingerTimer);
+  b.lingerTimer = undefined;
+}
+
+/** Resolves once `o` has no request in flight. */
+function whenIdle(o: { requestsInFlight: number; idleWaiters: Array<() => void> }): Promise<void> {
+  if (o.requestsInFlight === 0) return Promise.resolve();
+  return new Promise((resolve) => o.idleWaiters.push(resolve));
 }
 
 /** A payload or key as bytes: a string is its UTF-8. */

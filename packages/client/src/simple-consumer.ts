@@ -14,8 +14,16 @@
  * wrapper's end. Resuming from a `nextOffset` therefore never skips a message: after a part of
  * a wrapper it starts at the wrapper again and hands out the whole of it (at-least-once).
  * Decompression is capped by `maxDecompressedBytes` per fetch, against decompression bombs.
+ *
+ * The fast path: a fetch's message set is checked with one pass over its headers and one CRC
+ * pass over its bytes (`scanMessageSet`), and each message's payload is a view (`subarray`) on
+ * the received buffer, not a copy. {@link SimpleConsumer.messageBatches} keeps up to
+ * `prefetch` fetches ready ahead of the batch the caller is working through: the next fetch is
+ * on its way while the caller works.
  */
 import {
+  bufferView,
+  checkMessageAt,
   CompressionCodec,
   decodeFetchResponse,
   decompressWrapper,
@@ -25,13 +33,14 @@ import {
   ErrorCode,
   hasHeaderAttribute,
   iterateInnerMessageSet,
-  iterateMessageSet,
   lengthFieldBytes,
   type Message,
   messageCodec,
+  messageOverheadBytes,
   OffsetTime,
   ProtocolError,
   readMessageHeader,
+  scanMessageSet,
   validateTopic,
 } from '@klog/protocol';
 import { Connection } from './connection.js';
@@ -117,6 +126,15 @@ export interface MessagesOptions {
   readonly maxIdleBackoffMs?: number;
   /** Ends the iteration (without an error) when aborted. */
   readonly signal?: AbortSignal;
+  /**
+   * Fetches kept ready ahead of the batch the caller is working through ({@link
+   * SimpleConsumer.messageBatches}) while the partition has more than a fetch's worth of data
+   * (the last fetch came back full): at most this many fetched responses wait, so at most
+   * `prefetch + 1` fetched buffers (each up to the fetch size) are held at once, the one being
+   * handed out included. Near the log end, and with 0, a fetch is made only when the caller asks
+   * for the next batch, so no long poll waits ahead on the connection. Default 1.
+   */
+  readonly prefetch?: number;
 }
 
 /** Default cap on one fetch, in bytes. */
@@ -131,6 +149,8 @@ export const defaultMaxWaitMs = 1000;
 export const defaultMaxIdleBackoffMs = 1000;
 /** First idle back-off of the iterators, in ms. */
 const minIdleBackoffMs = 10;
+/** Default fetches kept ready by the iterators. */
+export const defaultPrefetch = 1;
 
 /** Fetches from one broker. Fine to share across callers; close it when done. */
 export class SimpleConsumer {
@@ -190,47 +210,66 @@ export class SimpleConsumer {
     if (decoded.errorCode !== ErrorCode.None) throw new KlogBrokerError(decoded.errorCode, where);
 
     const set = decoded.messages;
+    // One pass over the headers and one CRC pass over the bytes; messages up to validBytes are whole and valid.
+    const scan = scanMessageSet(set);
     const messages: ConsumedMessage[] = [];
     let nextOffset = offset;
     /** Decompressed bytes left for this fetch. */
     let budget = this.maxDecompressedBytes;
     /** True when the fetch stopped before a wrapper that would go over the budget. */
     let overBudget = false;
-    /** Messages of the whole messages decoded so far: what stays when the next turns out invalid. */
-    let whole = 0;
+    let invalid: string | undefined;
+    if (scan.stopReason !== undefined && !scan.partial) {
+      const check = checkMessageAt(set, scan.validBytes);
+      invalid = `invalid message at offset ${offset + scan.validBytes}: ${check.status === 'invalid' ? check.reason : scan.stopReason}`;
+    }
+    let pos = 0;
     try {
-      for (const m of iterateMessageSet(set, offset)) {
-        const { message } = m;
-        if ((message.attributes & (hasHeaderAttribute | CompressionCodec.Gzip | CompressionCodec.Snappy)) === 0) {
-          messages.push({ offset: m.offset, nextOffset: m.nextOffset, payload: message.payload });
-        } else if (messageCodec(message) === CompressionCodec.None) {
-          messages.push(consumed(m.offset, m.nextOffset, message));
+      while (pos < scan.validBytes) {
+        const size = lengthFieldBytes + set.readInt32BE(pos);
+        const attributes = set[pos + 5]!;
+        const at = offset + pos;
+        if ((attributes & (hasHeaderAttribute | CompressionCodec.Gzip | CompressionCodec.Snappy)) === 0) {
+          messages.push({ offset: at, nextOffset: at + size, payload: bufferView(set, pos + messageOverheadBytes, pos + size) });
         } else {
-          const inner = await decompressWrapper(message, budget);
-          if (inner === undefined) {
-            // Over the budget: stop before this wrapper, unless it is the first (then it can never be read).
-            overBudget = messages.length > 0 || nextOffset > offset;
-            if (overBudget) break;
-            throw new DecompressedTooLargeError(topic, partition, m.offset, this.maxDecompressedBytes);
+          const message = { attributes, payload: bufferView(set, pos + messageOverheadBytes, pos + size) };
+          if (messageCodec(message) === CompressionCodec.None) {
+            messages.push(consumed(at, at + size, message));
+          } else {
+            const whole = messages.length;
+            const inner = await decompressWrapper(message, budget);
+            if (inner === undefined) {
+              // Over the budget: stop before this wrapper, unless it is the first (then it can never be read).
+              overBudget = messages.length > 0 || nextOffset > offset;
+              if (overBudget) break;
+              throw new DecompressedTooLargeError(topic, partition, at, this.maxDecompressedBytes);
+            }
+            budget -= inner.length;
+            try {
+              let last: ConsumedMessage | undefined;
+              for (const im of iterateInnerMessageSet(inner)) {
+                if (last) messages.push(last);
+                last = consumed(at, at, im);
+              }
+              if (last) messages.push({ ...last, nextOffset: at + size });
+            } catch (e) {
+              messages.length = whole; // none of a wrapper that holds an invalid message
+              throw e;
+            }
           }
-          budget -= inner.length;
-          let last: ConsumedMessage | undefined;
-          for (const im of iterateInnerMessageSet(inner)) {
-            if (last) messages.push(last);
-            last = consumed(m.offset, m.offset, im);
-          }
-          if (last) messages.push({ ...last, nextOffset: m.nextOffset });
         }
-        nextOffset = m.nextOffset;
-        whole = messages.length;
+        pos += size;
+        nextOffset = at + size;
       }
     } catch (e) {
       if (!(e instanceof ProtocolError)) throw e;
+      invalid = e.message;
+    }
+    if (invalid !== undefined) {
       // The valid messages before the invalid one are delivered; the next fetch, from the
       // invalid one, reports it.
-      messages.length = whole;
       if (nextOffset > offset) return { messages, nextOffset, bytes: nextOffset - offset };
-      throw new KlogBrokerError(ErrorCode.InvalidMessage, { ...where, offset: nextOffset }, `received an invalid message, not delivered: ${e.message}`);
+      throw new KlogBrokerError(ErrorCode.InvalidMessage, { ...where, offset: nextOffset }, `received an invalid message, not delivered: ${invalid}`);
     }
     const rest = nextOffset - offset;
     if (!overBudget && set.length - rest >= lengthFieldBytes) {
@@ -277,10 +316,53 @@ export class SimpleConsumer {
 
   /**
    * As {@link messages}, but yields the messages of each fetch together (never an empty batch),
-   * which suits callers that write them out in bulk.
+   * which suits callers that write them out in bulk. While the log is ahead, up to `prefetch`
+   * fetches (default 1) are made ahead of the batch the caller is working through, so at most
+   * `prefetch + 1` fetched buffers are held (see {@link MessagesOptions.prefetch}); an error of
+   * a fetch ahead is thrown once the batches before it have been handed out.
+   * @throws RangeError for a prefetch that is not an integer ≥ 0, and what {@link messages} throws
    */
   async *messageBatches(options: MessagesOptions): AsyncGenerator<ConsumedMessage[], void, undefined> {
-    const { topic, partition, signal } = options;
+    const prefetch = options.prefetch ?? defaultPrefetch;
+    if (!Number.isInteger(prefetch) || prefetch < 0) throw new RangeError(`prefetch ${prefetch} must be an integer ≥ 0`);
+    if (prefetch === 0) {
+      yield* this.fetchBatches(options, options.signal);
+      return;
+    }
+    const stop = new AbortController();
+    const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
+    const ahead = new FetchQueue(prefetch);
+    const last = { full: false };
+    const batches = this.fetchBatches(options, signal, last);
+    void (async () => {
+      while (await ahead.room(signal, last.full)) {
+        const r = await batches.next();
+        if (r.done) return;
+        ahead.put(r.value);
+      }
+      await batches.return(undefined);
+    })().then(
+      () => ahead.end(),
+      (e: unknown) => ahead.fail(e),
+    );
+    try {
+      for (;;) {
+        const batch = await ahead.take();
+        if (batch === undefined || options.signal?.aborted) return;
+        yield batch;
+      }
+    } finally {
+      stop.abort(); // the fetch loop ends; a fetch in flight is left to finish on its own
+    }
+  }
+
+  /**
+   * The fetch loop of {@link messageBatches}, one fetch per batch asked for. Before each batch
+   * it sets `last.full`: whether the fetch that made it came back with all the bytes asked for
+   * (so the log likely goes on past it).
+   */
+  private async *fetchBatches(options: MessagesOptions, signal: AbortSignal | undefined, last?: { full: boolean }): AsyncGenerator<ConsumedMessage[], void, undefined> {
+    const { topic, partition } = options;
     const fetchBytes = Math.min(options.fetchBytes ?? defaultFetchBytes, this.maxFetchBytes);
     const maxWaitMs = options.maxWaitMs ?? defaultMaxWaitMs;
     const maxIdleBackoffMs = options.maxIdleBackoffMs ?? defaultMaxIdleBackoffMs;
@@ -292,6 +374,7 @@ export class SimpleConsumer {
       const r = await untilAborted(this.fetch({ topic, partition, offset, maxBytes: size, maxWaitMs }), signal);
       if (r === undefined) return;
       if (r.messages.length > 0) {
+        if (last) last.full = r.bytes >= size;
         offset = r.nextOffset;
         size = fetchBytes;
         backoffMs = 0;
@@ -320,6 +403,78 @@ export class SimpleConsumer {
   /** Closes the connection; requests in progress fail with KlogConnectionError. */
   async close(): Promise<void> {
     await this.connection.close();
+  }
+}
+
+/**
+ * The batches fetched ahead of the caller of {@link SimpleConsumer.messageBatches}: the fetch
+ * loop waits for {@link room} before each fetch, so at most `capacity` batches are queued or
+ * being fetched at once; then the end, or the error that stopped the loop.
+ */
+class FetchQueue {
+  private readonly batches: ConsumedMessage[][] = [];
+  private ended = false;
+  private error: { readonly value: unknown } | undefined;
+  /** The caller waiting for a batch, and the fetch loop waiting for room. */
+  private taker: (() => void) | undefined;
+  private roomWaiter: (() => void) | undefined;
+
+  constructor(private readonly capacity: number) {}
+
+  /**
+   * Resolves true once the loop may fetch, false once `signal` aborts: ahead (`eager`) once
+   * fewer than `capacity` batches are queued, otherwise once none is and the caller waits for one.
+   */
+  async room(signal: AbortSignal, eager: boolean): Promise<boolean> {
+    while (!signal.aborted && (eager ? this.batches.length >= this.capacity : this.batches.length > 0 || this.taker === undefined)) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          signal.removeEventListener('abort', done);
+          this.roomWaiter = undefined;
+          resolve();
+        };
+        this.roomWaiter = done;
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+    return !signal.aborted;
+  }
+
+  put(batch: ConsumedMessage[]): void {
+    this.batches.push(batch);
+    this.wakeTaker();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wakeTaker();
+  }
+
+  fail(error: unknown): void {
+    this.error = { value: error };
+    this.wakeTaker();
+  }
+
+  /** The next batch; undefined once the loop has ended; throws the loop's error after the batches before it. */
+  async take(): Promise<ConsumedMessage[] | undefined> {
+    for (;;) {
+      const batch = this.batches.shift();
+      if (batch !== undefined) {
+        this.roomWaiter?.();
+        return batch;
+      }
+      if (this.error !== undefined) throw this.error.value;
+      if (this.ended) return undefined;
+      const waiting = new Promise<void>((resolve) => (this.taker = resolve));
+      this.roomWaiter?.(); // a loop that waits for the caller to ask may fetch now
+      await waiting;
+    }
+  }
+
+  private wakeTaker(): void {
+    const t = this.taker;
+    this.taker = undefined;
+    t?.();
   }
 }
 

@@ -3,6 +3,7 @@
  * bounds-checked {@link Decoder} whose every read throws {@link ProtocolError} instead of
  * reading past its input.
  */
+import { bufferView } from './buffer-view.js';
 import { ErrorCode, ProtocolError } from './errors.js';
 
 /** Longest topic name in bytes; topic names become directory names (SPEC §2). */
@@ -97,12 +98,16 @@ export class Encoder {
 export class Decoder {
   private pos: number;
 
+  private readonly end: number;
+
+  /** Reads `buf[offset, end)`; an `end` past the buffer is taken as its length. */
   constructor(
     private readonly buf: Buffer,
     offset = 0,
-    private readonly end = buf.length,
+    end = buf.length,
   ) {
     this.pos = offset;
+    this.end = Math.min(end, buf.length);
   }
 
   /** Current read position in the underlying buffer. */
@@ -172,7 +177,7 @@ export class Decoder {
   readBytes(n: number, what = 'bytes'): Buffer {
     if (n < 0) throw new ProtocolError(ErrorCode.InvalidRequest, `${what} has negative length ${n}`);
     this.need(n, what);
-    const b = this.buf.subarray(this.pos, this.pos + n);
+    const b = bufferView(this.buf, this.pos, this.pos + n);
     this.pos += n;
     return b;
   }

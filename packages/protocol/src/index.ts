@@ -3,8 +3,10 @@
  * and gzip compression, request and response codecs (SPEC §3), error codes. No I/O.
  * docs/format.md documents every layout.
  */
+export * from './buffer-view.js';
 export * from './codec.js';
 export * from './compression.js';
+export * from './crc32.js';
 export * from './errors.js';
 export * from './frame.js';
 export * from './message.js';

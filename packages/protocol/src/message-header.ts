@@ -17,7 +17,8 @@
  * ```
  */
 import { ErrorCode, ProtocolError } from './errors.js';
-import { crc32Ieee, currentMagic, messageOverheadBytes, type Message } from './message.js';
+import { crc32Range } from './crc32.js';
+import { currentMagic, messageOverheadBytes, type Message } from './message.js';
 
 /** `attributes` bit that marks a payload starting with a metadata header. */
 export const hasHeaderAttribute = 0x04;
@@ -81,30 +82,46 @@ export function encodeMessageSetWithHeaders(entries: readonly MessageEntry[], at
   for (const e of entries) size += entrySizeInBytes(e);
   const buf = Buffer.allocUnsafe(size);
   let pos = 0;
-  for (const e of entries) {
-    const start = pos;
-    const withHeader = !isEmpty(e.header);
-    pos += messageOverheadBytes;
-    const payloadStart = pos;
-    if (withHeader) {
-      const h = e.header!;
-      pos = buf.writeUInt16BE(headerFieldsBytes(h), pos);
-      if (h.key !== undefined) pos = writeField(buf, pos, tagKey, h.key);
-      if (h.timestamp !== undefined) {
-        pos = buf.writeUInt8(tagTimestamp, pos);
-        pos = buf.writeUInt16BE(8, pos);
-        pos = buf.writeBigInt64BE(BigInt(Math.trunc(h.timestamp)), pos);
-      }
-      if (h.host !== undefined) pos = writeField(buf, pos, tagHost, Buffer.from(h.host, 'utf8'));
-    }
-    buf.set(e.value, pos);
-    pos += e.value.length;
-    buf.writeInt32BE(pos - start - 4, start);
-    buf.writeUInt8(currentMagic, start + 4);
-    buf.writeUInt8((attributes & ~hasHeaderAttribute & 0xff) | (withHeader ? hasHeaderAttribute : 0), start + 5);
-    buf.writeUInt32BE(crc32Ieee(buf.subarray(payloadStart, pos)), start + 6);
-  }
+  for (const e of entries) pos = writeMessageWithHeader(buf, pos, e.value, e.header, attributes);
   return buf;
+}
+
+/**
+ * Writes one message with `value` and, when `header` is given and not empty, its metadata
+ * header (attributes bit 2) into `target` at `position`: the payload goes straight into
+ * `target` and its CRC is computed there. Takes {@link entrySizeInBytes} bytes.
+ * @param attributes compression codec bits; bit 2 is set or cleared here
+ * @returns the position just past the message
+ * @throws RangeError when `target` is too small; ProtocolError (InvalidMessage) for a header over 65535 bytes
+ */
+export function writeMessageWithHeader(target: Buffer, position: number, value: Uint8Array, header: MessageHeader | undefined, attributes = 0): number {
+  const buf = target;
+  const start = position;
+  const withHeader = !isEmpty(header);
+  let pos = start + messageOverheadBytes;
+  const payloadStart = pos;
+  if (withHeader) {
+    const fields = headerFieldsBytes(header);
+    if (fields > maxHeaderFieldBytes) {
+      throw new ProtocolError(ErrorCode.InvalidMessage, `message header of ${fields} bytes is over ${maxHeaderFieldBytes}`);
+    }
+    pos = buf.writeUInt16BE(fields, pos);
+    if (header.key !== undefined) pos = writeField(buf, pos, tagKey, header.key);
+    if (header.timestamp !== undefined) {
+      pos = buf.writeUInt8(tagTimestamp, pos);
+      pos = buf.writeUInt16BE(8, pos);
+      pos = buf.writeBigInt64BE(BigInt(Math.trunc(header.timestamp)), pos);
+    }
+    if (header.host !== undefined) pos = writeField(buf, pos, tagHost, Buffer.from(header.host, 'utf8'));
+  }
+  if (pos + value.length > buf.length) throw new RangeError(`message of ${pos + value.length - start} bytes does not fit at position ${start} of ${buf.length}`);
+  buf.set(value, pos);
+  pos += value.length;
+  buf.writeInt32BE(pos - start - 4, start);
+  buf[start + 4] = currentMagic;
+  buf[start + 5] = (attributes & ~hasHeaderAttribute & 0xff) | (withHeader ? hasHeaderAttribute : 0);
+  buf.writeUInt32BE(crc32Range(buf, payloadStart, pos), start + 6);
+  return pos;
 }
 
 function writeField(buf: Buffer, pos: number, tag: number, bytes: Uint8Array): number {

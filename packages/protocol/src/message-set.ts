@@ -8,8 +8,10 @@
  * The offset of a message is its byte position in the partition's log; the next message is at
  * `offset + 4 + length`.
  */
+import { bufferView } from './buffer-view.js';
+import { MessageSetCrc } from './crc32.js';
 import { ErrorCode, ProtocolError } from './errors.js';
-import { checkMessageAt, decodeMessageAt, messageSizeInBytes, writeMessage, type Message } from './message.js';
+import { checkMessageAt, currentMagic, lengthFieldBytes, messageHeaderBytes, messageOverheadBytes, messageSizeInBytes, writeMessage, type Message } from './message.js';
 
 /** One message of a message set with its log offset and the offset of the message after it. */
 export interface MessageAndOffset {
@@ -43,16 +45,23 @@ export function encodeMessageSet(payloads: readonly Uint8Array[], attributes = 0
  *   message is never yielded, nor anything after it.
  */
 export function* iterateMessageSet(buf: Buffer, baseOffset = 0): Generator<MessageAndOffset> {
+  const scan = scanMessageSet(buf);
   let pos = 0;
-  while (pos < buf.length) {
+  while (pos < scan.validBytes) {
+    const size = lengthFieldBytes + buf.readInt32BE(pos);
+    const message: Message = {
+      magic: buf[pos + 4]!,
+      attributes: buf[pos + 5]!,
+      crc: buf.readUInt32BE(pos + 6),
+      payload: bufferView(buf, pos + messageOverheadBytes, pos + size),
+    };
+    yield { message, offset: baseOffset + pos, nextOffset: baseOffset + pos + size };
+    pos += size;
+  }
+  if (scan.stopReason !== undefined && !scan.partial) {
     const check = checkMessageAt(buf, pos);
-    if (check.status === 'partial') return;
-    if (check.status === 'invalid') {
-      throw new ProtocolError(ErrorCode.InvalidMessage, `invalid message at offset ${baseOffset + pos}: ${check.reason}`);
-    }
-    const message = decodeMessageAt(buf, pos, pos + check.size);
-    yield { message, offset: baseOffset + pos, nextOffset: baseOffset + pos + check.size };
-    pos += check.size;
+    const reason = check.status === 'invalid' ? check.reason : scan.stopReason;
+    throw new ProtocolError(ErrorCode.InvalidMessage, `invalid message at offset ${baseOffset + pos}: ${reason}`);
   }
 }
 
@@ -72,38 +81,93 @@ export interface MessageSetScan {
 
 /**
  * Walks `buf[0, end)` and reports the longest prefix of whole, valid messages. Used by log
- * recovery (SPEC §2) and by the broker to check produced message sets. Never throws.
+ * recovery (SPEC §2), by the broker to check produced message sets and by consumers to check
+ * fetched ones. Never throws.
+ *
+ * Lengths and magic bytes are checked message by message; the CRCs of all the whole messages
+ * together, with one pass over their bytes ({@link MessageSetCrc}). Only when that finds a
+ * mismatch are the CRCs checked one by one, to report the first bad message.
  * @param maxMessageBytes when given, a larger payload stops the scan as invalid (`tooLarge`)
  */
 export function scanMessageSet(buf: Buffer, end = buf.length, maxMessageBytes?: number): MessageSetScan {
   end = Math.min(end, buf.length);
+  const crc = new MessageSetCrc();
+  const { count, validBytes } = walkMessageSet(buf, end, maxMessageBytes, crc);
+  if (validBytes > 0 && !crc.matches(buf, 0, validBytes)) return scanEachCrc(buf, end, maxMessageBytes);
+  if (validBytes === end) return { count, validBytes, partial: false, tooLarge: false };
+  return stopAt(buf, validBytes, end, count, maxMessageBytes);
+}
+
+/** What {@link walkMessageSet} found. */
+export interface MessageSetWalk {
+  /** Whole messages with a sound header, from the start. */
+  readonly count: number;
+  /** Bytes from the start covered by those messages. */
+  readonly validBytes: number;
+}
+
+/**
+ * The first half of {@link scanMessageSet}: walks the messages of `buf[0, end)` checking only
+ * their headers (length, magic byte, `maxMessageBytes`), and folds each whole one into `crc`
+ * without reading its payload. Comparing `crc` with the bytes (`crc.matches(buf, 0,
+ * validBytes)`) is the other half; a caller that checks several sets at once combines their
+ * `crc.value`s with {@link crc32Combine} and compares once.
+ */
+export function walkMessageSet(buf: Buffer, end: number, maxMessageBytes: number | undefined, crc: MessageSetCrc): MessageSetWalk {
+  end = Math.min(end, buf.length);
+  const maxLength = maxMessageBytes === undefined ? Infinity : maxMessageBytes + messageHeaderBytes;
+  let pos = 0;
+  let count = 0;
+  while (end - pos >= lengthFieldBytes + 1) {
+    const length = (buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!;
+    if (length < messageHeaderBytes || length > maxLength || buf[pos + lengthFieldBytes] !== currentMagic) break;
+    const size = lengthFieldBytes + length;
+    if (end - pos < size) break;
+    crc.add(buf, pos, length);
+    pos += size;
+    count++;
+  }
+  return { count, validBytes: pos };
+}
+
+/** The scan result for a walk that stopped at `pos` (not `end`) after `count` valid messages. */
+function stopAt(buf: Buffer, pos: number, end: number, count: number, maxMessageBytes: number | undefined): MessageSetScan {
+  const check = checkMessageAt(buf, pos, end, true, maxMessageBytes);
+  const partial = check.status === 'partial';
+  const reason =
+    check.status === 'partial'
+      ? `partial message at position ${pos}: ${end - pos} bytes left${check.size === undefined ? '' : ` of ${check.size}`}`
+      : check.status === 'invalid'
+        ? `invalid message at position ${pos}: ${check.reason}`
+        : `message at position ${pos} passed its own check but not the scan`;
+  const tooLarge = check.status === 'invalid' && check.tooLarge === true;
+  return { count, validBytes: pos, stopReason: reason, partial, tooLarge };
+}
+
+/** {@link scanMessageSet} with one CRC call per message: finds the first message whose CRC is wrong. */
+function scanEachCrc(buf: Buffer, end: number, maxMessageBytes: number | undefined): MessageSetScan {
   let pos = 0;
   let count = 0;
   while (pos < end) {
     const check = checkMessageAt(buf, pos, end, true, maxMessageBytes);
-    if (check.status === 'valid') {
-      pos += check.size;
-      count++;
-      continue;
-    }
-    const partial = check.status === 'partial';
-    const reason = partial
-      ? `partial message at position ${pos}: ${end - pos} bytes left${check.size === undefined ? '' : ` of ${check.size}`}`
-      : `invalid message at position ${pos}: ${check.reason}`;
-    return { count, validBytes: pos, stopReason: reason, partial, tooLarge: !partial && check.tooLarge === true };
+    if (check.status !== 'valid') break;
+    pos += check.size;
+    count++;
   }
-  return { count, validBytes: pos, partial: false, tooLarge: false };
+  return pos === end ? { count, validBytes: pos, partial: false, tooLarge: false } : stopAt(buf, pos, end, count, maxMessageBytes);
 }
 
 /**
  * Checks that `buf` is a complete message set of valid messages, each payload at most
- * `maxMessageBytes` bytes, as a broker must before appending it (SPEC §3).
+ * `maxMessageBytes` bytes, as a broker must before appending it (SPEC §3). Each message's CRC is
+ * checked on its own: unlike the one-pass check of {@link scanMessageSet}, no set crafted so
+ * that the errors of two messages cancel can pass.
  * @returns the number of messages
  * @throws ProtocolError: MessageSizeTooLarge for an oversized payload, InvalidMessage for
  *   anything else (bad length, magic, CRC, or a partial trailing message)
  */
 export function validateMessageSet(buf: Buffer, maxMessageBytes: number): number {
-  const scan = scanMessageSet(buf, buf.length, maxMessageBytes);
+  const scan = scanEachCrc(buf, buf.length, maxMessageBytes);
   if (scan.stopReason === undefined) return scan.count;
   throw new ProtocolError(scan.tooLarge ? ErrorCode.MessageSizeTooLarge : ErrorCode.InvalidMessage, `invalid message set: ${scan.stopReason}`);
 }

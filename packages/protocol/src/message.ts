@@ -10,7 +10,8 @@
  *   payload    bytes  length - 6 bytes
  * ```
  */
-import { crc32 } from 'node:zlib';
+import { bufferView } from './buffer-view.js';
+import { crc32Ieee, crc32Range } from './crc32.js';
 import { ErrorCode, ProtocolError } from './errors.js';
 
 /** Bytes of the length field. */
@@ -39,11 +40,6 @@ export interface Message {
   readonly payload: Buffer;
 }
 
-/** CRC-32 (IEEE 802.3) of `bytes`, as an unsigned 32-bit number; zlib's implementation. */
-export function crc32Ieee(bytes: Uint8Array): number {
-  return crc32(bytes) >>> 0;
-}
-
 /** Bytes one message with a payload of `payloadBytes` takes on disk. */
 export function messageSizeInBytes(payloadBytes: number): number {
   return messageOverheadBytes + payloadBytes;
@@ -55,12 +51,24 @@ export function messageSizeInBytes(payloadBytes: number): number {
  * @throws RangeError when `target` is too small.
  */
 export function writeMessage(target: Buffer, position: number, payload: Uint8Array, attributes = 0): number {
-  let p = target.writeInt32BE(messageHeaderBytes + payload.length, position);
-  p = target.writeUInt8(currentMagic, p);
-  p = target.writeUInt8(attributes & 0xff, p);
-  p = target.writeUInt32BE(crc32Ieee(payload), p);
-  target.set(payload, p);
-  return p + payload.length;
+  const end = position + messageOverheadBytes + payload.length;
+  if (!(position >= 0 && end <= target.length)) {
+    throw new RangeError(`message of ${end - position} bytes does not fit at position ${position} of ${target.length}`);
+  }
+  const length = messageHeaderBytes + payload.length;
+  const crc = crc32Ieee(payload);
+  target[position] = length >>> 24;
+  target[position + 1] = length >>> 16;
+  target[position + 2] = length >>> 8;
+  target[position + 3] = length;
+  target[position + 4] = currentMagic;
+  target[position + 5] = attributes;
+  target[position + 6] = crc >>> 24;
+  target[position + 7] = crc >>> 16;
+  target[position + 8] = crc >>> 8;
+  target[position + 9] = crc;
+  target.set(payload, position + messageOverheadBytes);
+  return end;
 }
 
 /** Encodes one message into a new buffer of `10 + payload.length` bytes. */
@@ -115,7 +123,7 @@ export function checkMessageAt(
   if (end - position < size) return { status: 'partial', size };
   if (verifyCrc) {
     const stored = buf.readUInt32BE(position + 6);
-    const actual = crc32Ieee(buf.subarray(position + messageOverheadBytes, position + size));
+    const actual = crc32Range(buf, position + messageOverheadBytes, position + size);
     if (stored !== actual) {
       return { status: 'invalid', reason: `CRC mismatch: stored ${stored.toString(16)}, computed ${actual.toString(16)}`, badCrc: true };
     }
@@ -137,6 +145,6 @@ export function decodeMessageAt(buf: Buffer, position = 0, end = buf.length): Me
     magic: buf[position + 4]!,
     attributes: buf[position + 5]!,
     crc: buf.readUInt32BE(position + 6),
-    payload: buf.subarray(position + messageOverheadBytes, position + check.size),
+    payload: bufferView(buf, position + messageOverheadBytes, position + check.size),
   };
 }

@@ -1,3 +1,4 @@
+import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -251,5 +252,46 @@ describe('validateMessageSet', () => {
         }
       }),
     );
+  });
+});
+
+describe('a message set crafted so that two CRC errors cancel', () => {
+  /** The linear part of CRC-32 of `bytes`: crc(x ^ d) = crc(x) ^ linear(d) for equal lengths. */
+  const linear = (bytes: Buffer): number => (crc32(bytes) ^ crc32(Buffer.alloc(bytes.length))) >>> 0;
+  /** `length` zero bytes with the 4 bytes of `word` (big-endian) at `at`. */
+  const delta = (length: number, at: number, word: number): Buffer => {
+    const d = Buffer.alloc(length);
+    d.writeUInt32BE(word >>> 0, at);
+    return d;
+  };
+  /** The 4-byte word w at `at` with linear(delta(length, at, w)) === target (Gaussian elimination over GF(2)). */
+  function solve(length: number, at: number, target: number): number {
+    const rows = Array.from({ length: 32 }, (_, bit) => ({ image: linear(delta(length, at, 2 ** bit)), word: 2 ** bit }));
+    let t = { image: target, word: 0 };
+    for (let b = 31; b >= 0; b--) {
+      const mask = 2 ** b;
+      const i = rows.findIndex((r, k) => k >= 31 - b && (r.image & mask) !== 0);
+      if (i < 0) continue;
+      const [pivot] = rows.splice(i, 1);
+      rows.splice(31 - b, 0, pivot!);
+      for (const r of rows) if (r !== pivot && (r.image & mask) !== 0) [r.image, r.word] = [(r.image ^ pivot!.image) >>> 0, (r.word ^ pivot!.word) >>> 0];
+      if ((t.image & mask) !== 0) t = { image: (t.image ^ pivot!.image) >>> 0, word: (t.word ^ pivot!.word) >>> 0 };
+    }
+    expect(t.image).toBe(0);
+    return t.word;
+  }
+
+  it('passes the one-pass check readers use, and is refused by validateMessageSet, as a broker refuses it', () => {
+    const set = encodeMessageSet([Buffer.alloc(40, 1), Buffer.alloc(40, 2)]);
+    const payloadA = 10;
+    const payloadB = 10 + 40 + 10;
+    const u = 0xdeadbeef;
+    const v = solve(set.length, payloadB, linear(delta(set.length, payloadA, u)));
+    const crafted = Buffer.from(set);
+    crafted.writeUInt32BE((crafted.readUInt32BE(payloadA) ^ u) >>> 0, payloadA);
+    crafted.writeUInt32BE((crafted.readUInt32BE(payloadB) ^ v) >>> 0, payloadB);
+    expect(crc32(crafted)).toBe(crc32(set)); // the errors cancel over the whole set
+    expect(scanMessageSet(crafted).stopReason).toBeUndefined();
+    expectProtocolError(() => validateMessageSet(crafted, 1000), ErrorCode.InvalidMessage);
   });
 });

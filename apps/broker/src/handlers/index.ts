@@ -8,11 +8,36 @@ import type { BrokerContext, ResponsePart } from './context.js';
 import { handleFetch, handleMultiFetch } from './fetch.js';
 import { handleMetadata } from './metadata.js';
 import { handleOffsets } from './offsets.js';
-import { handleProduce, handleProduceAck } from './produce.js';
+import { handleProduce, handleProduceAck, type ProduceRun } from './produce.js';
 
 export type { BrokerContext, ResponsePart } from './context.js';
+export { ProduceRun } from './produce.js';
 
 const typeNames = new Map<number, string>(Object.entries(RequestType).map(([k, v]) => [v, k]));
+
+/**
+ * Handles `frame` (`type int16 | body`) when it is a fire-and-forget PRODUCE or MULTIPRODUCE,
+ * adding its message sets to `run` (which appends them, see {@link ProduceRun}); such a request
+ * has no response. A frame that does not decode is logged and counted.
+ * @returns true when the frame was such a request, false (having done nothing) for any other
+ */
+export function handleFireAndForget(ctx: BrokerContext, frame: Buffer, run: ProduceRun): boolean {
+  const type = frame.length >= 2 ? frame.readInt16BE(0) : -1;
+  if (type !== RequestType.Produce && type !== RequestType.MultiProduce) return false;
+  ctx.metrics.request(typeNames.get(type)!);
+  let request;
+  try {
+    request = decodeRequest(frame);
+  } catch (err) {
+    const code = err instanceof ProtocolError ? err.code : ErrorCode.InvalidRequest;
+    ctx.metrics.error(errorCodeName(code));
+    ctx.logger.warn({ type, bytes: frame.length, code: errorCodeName(code), err: (err as Error).message }, 'malformed request');
+    return true;
+  }
+  if (request.type === RequestType.Produce) run.add(request.produce);
+  else if (request.type === RequestType.MultiProduce) for (const p of request.produces) run.add(p);
+  return true;
+}
 
 /**
  * Handles one frame (`type int16 | body`).

@@ -2,6 +2,15 @@
  * PRODUCE, MULTIPRODUCE (fire-and-forget, the paper §3.1) and klog's PRODUCE_ACK: each message
  * set is checked whole (lengths, magic, CRC, `max.message.bytes`) and appended as it came, in
  * one append; a set that fails the check never enters the log.
+ *
+ * Every message's CRC is checked on its own (validateMessageSet), not with the one-pass check
+ * readers use: errors in two messages can be made to cancel in a combined check, and a set
+ * crafted so would put messages with wrong CRCs in the log, which readers starting between them
+ * and recovery would then stop at.
+ *
+ * Fire-and-forget sets that arrive together on one connection (a {@link ProduceRun}) are
+ * appended together when they follow each other to the same partition: one write instead of one
+ * per set (a producer sending batches of one message sends a set per message).
  */
 import {
   AckLevel,
@@ -14,6 +23,16 @@ import {
   type ProduceAckResult,
 } from '@klog/protocol';
 import type { BrokerContext } from './context.js';
+
+/** Most bytes a {@link ProduceRun} gathers for one append. */
+export const maxRunBytes = 1024 * 1024;
+
+/**
+ * Where a run's sets are copied together for their one append. One for the whole broker: the
+ * append writes synchronously (`Log.append`) and keeps no reference, so the buffer is free again
+ * as soon as it returns.
+ */
+let runBuffer: Buffer | undefined;
 
 /**
  * Appends one partition's message set.
@@ -31,11 +50,85 @@ export function appendMessages(ctx: BrokerContext, p: PartitionMessages): { offs
 
 /** Fire-and-forget produce: a rejected set is logged (there is no response to carry an error). */
 export function handleProduce(ctx: BrokerContext, produces: readonly PartitionMessages[]): void {
-  for (const p of produces) {
+  const run = new ProduceRun(ctx);
+  for (const p of produces) run.add(p);
+  run.flush();
+}
+
+function rejected(ctx: BrokerContext, p: PartitionMessages, err: unknown): void {
+  ctx.logger.warn({ topic: p.topic, partition: p.partition, bytes: p.messages.length, err: (err as Error).message }, 'produce rejected');
+}
+
+/**
+ * Fire-and-forget message sets in arrival order, appended by {@link flush}: consecutive sets to
+ * one partition as one append (copied together into one buffer, at most {@link maxRunBytes}).
+ * Every set is checked on its own first (lengths, magic, CRCs, size limit); a set that fails is
+ * logged and dropped, and only it. The log sees the same bytes in the same order as with one
+ * append per set.
+ */
+export class ProduceRun {
+  /** Partition of the sets gathered. */
+  private topic = '';
+  private partition = -1;
+  /** Sets gathered for that partition, each checked. */
+  private sets: Buffer[] = [];
+  /** Messages and bytes in `sets`. */
+  private count = 0;
+  private bytes = 0;
+
+  constructor(private readonly ctx: BrokerContext) {}
+
+  /** True while sets wait for {@link flush}. */
+  get pending(): boolean {
+    return this.sets.length > 0;
+  }
+
+  /** Adds one set, appending what was gathered first when it is for another partition or the run is full. */
+  add(p: PartitionMessages): void {
+    const set = p.messages;
+    let count: number;
     try {
-      appendMessages(ctx, p);
+      count = validateMessageSet(set, this.ctx.config.maxMessageBytes);
     } catch (err) {
-      ctx.logger.warn({ topic: p.topic, partition: p.partition, bytes: p.messages.length, err: (err as Error).message }, 'produce rejected');
+      rejected(this.ctx, p, err);
+      return;
+    }
+    if (this.sets.length > 0 && (p.topic !== this.topic || p.partition !== this.partition || this.bytes + set.length > maxRunBytes)) this.flush();
+    if (count === 0) {
+      // An empty set appends nothing but creates the partition, as a produce to it does.
+      try {
+        this.ctx.logs.getOrCreateLog(p.topic, p.partition);
+      } catch (err) {
+        rejected(this.ctx, p, err);
+      }
+      return;
+    }
+    this.topic = p.topic;
+    this.partition = p.partition;
+    this.sets.push(set);
+    this.count += count;
+    this.bytes += set.length;
+  }
+
+  /** Appends what was gathered. */
+  flush(): void {
+    if (this.sets.length === 0) return;
+    const { topic, partition, sets, count, bytes } = this;
+    this.sets = [];
+    this.count = 0;
+    this.bytes = 0;
+    let joined = sets[0]!;
+    if (sets.length > 1) {
+      joined = (runBuffer ??= Buffer.allocUnsafeSlow(maxRunBytes)).subarray(0, bytes);
+      let pos = 0;
+      for (const set of sets) pos += set.copy(joined, pos);
+    }
+    try {
+      const log = this.ctx.logs.getOrCreateLog(topic, partition);
+      log.append(joined, count);
+      this.ctx.metrics.messagesIn(topic, count, bytes);
+    } catch (err) {
+      rejected(this.ctx, { topic, partition, messages: joined }, err);
     }
   }
 }

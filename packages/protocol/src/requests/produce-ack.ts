@@ -14,8 +14,17 @@
  */
 import type { Decoder } from '../codec.js';
 import { ErrorCode, ProtocolError, type ErrorCodeValue } from '../errors.js';
-import { encodeFrame, RequestType } from '../frame.js';
-import { readCount, readPartition, readPartitionMessages, writePartitionMessages, type PartitionMessages } from './produce.js';
+import { encodeFrame, frameSizeBytes, RequestType } from '../frame.js';
+import {
+  type ProduceBlock,
+  produceBlocksBytes,
+  readCount,
+  readPartition,
+  readPartitionMessages,
+  writeFrameHead,
+  writeProduceBlocks,
+  type PartitionMessages,
+} from './produce.js';
 
 /** When the broker answers an acknowledged produce: 1 after append, 2 after append and flush. */
 export const AckLevel = { Appended: 1, Flushed: 2 } as const;
@@ -39,17 +48,37 @@ export interface ProduceAckResult {
   readonly nextOffset: number;
 }
 
-/** Encodes a framed PRODUCE_ACK request. */
+/** Encodes a framed PRODUCE_ACK request (1 to 32767 partitions). @throws RangeError for another count */
 export function encodeProduceAckRequest(r: ProduceAckRequest): Buffer {
-  const bytes = r.partitions.reduce((n, p) => n + p.messages.length + 64, 64);
-  return encodeFrame(
-    RequestType.ProduceAck,
-    (e) => {
-      e.writeInt16(r.acks).writeInt16(r.partitions.length);
-      for (const p of r.partitions) writePartitionMessages(e, p);
-    },
-    bytes,
-  );
+  const setBytes: number[] = [];
+  const buf = Buffer.allocUnsafe(produceAckRequestBytes(r.partitions, setBytes));
+  writeProduceAckRequest(buf, 0, r.acks, r.partitions, setBytes);
+  return buf;
+}
+
+/**
+ * Bytes of a framed PRODUCE_ACK request carrying `blocks`, size prefix included; fills
+ * `setBytes` for {@link writeProduceAckRequest}.
+ * @throws RangeError for no block or more than 32767; ProtocolError (InvalidTopic) for a bad topic name
+ */
+export function produceAckRequestBytes(blocks: readonly ProduceBlock[], setBytes: number[]): number {
+  return frameSizeBytes + 2 + 2 + 2 + produceBlocksBytes(blocks, setBytes);
+}
+
+/**
+ * Writes a framed PRODUCE_ACK request into `target` at `position` (it needs
+ * {@link produceAckRequestBytes} bytes, which also filled `setBytes`), payload blocks as
+ * messages written in place.
+ * @returns the position just past the frame
+ * @throws RangeError when `target` is too small; ProtocolError (InvalidMessage) for a metadata header over 65535 bytes
+ */
+export function writeProduceAckRequest(target: Buffer, position: number, acks: AckLevelValue, blocks: readonly ProduceBlock[], setBytes: readonly number[]): number {
+  let pos = position + frameSizeBytes + 2;
+  pos = target.writeInt16BE(acks, pos);
+  pos = target.writeInt16BE(blocks.length, pos);
+  const end = writeProduceBlocks(target, pos, blocks, setBytes);
+  writeFrameHead(target, position, end, RequestType.ProduceAck);
+  return end;
 }
 
 /** Decodes a PRODUCE_ACK body (after the type). @throws ProtocolError */

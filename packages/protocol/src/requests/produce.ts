@@ -12,7 +12,9 @@
  */
 import { type Decoder, type Encoder, validateTopic } from '../codec.js';
 import { ErrorCode, ProtocolError } from '../errors.js';
-import { encodeFrame, RequestType } from '../frame.js';
+import { frameSizeBytes, RequestType } from '../frame.js';
+import { messageOverheadBytes, writeMessage } from '../message.js';
+import { entrySizeInBytes, type MessageHeader, writeMessageWithHeader } from '../message-header.js';
 
 /** Messages for one partition of one topic. */
 export interface PartitionMessages {
@@ -51,9 +53,131 @@ export function readCount(d: Decoder, what: string, min = 0): number {
   return count;
 }
 
+/**
+ * One partition's messages given as payloads rather than as an encoded set: the request
+ * writers put each payload straight into the request as a message (its CRC computed there), so
+ * a payload is copied once on its way to the socket.
+ */
+export interface PartitionPayloads {
+  readonly topic: string;
+  /** Partition number, ≥ 0. */
+  readonly partition: number;
+  /** Message bodies, in order. */
+  readonly payloads: readonly Uint8Array[];
+  /** Parallel to `payloads`: each message's metadata header (docs/format.md §2a); absent or undefined entries make plain messages. */
+  readonly headers?: readonly (MessageHeader | undefined)[] | undefined;
+}
+
+/** What a produce request carries for one partition: an encoded message set, or payloads written as one. */
+export type ProduceBlock = PartitionMessages | PartitionPayloads;
+
+/** Most partitions in one MULTIPRODUCE or PRODUCE_ACK request (an int16 count). */
+export const maxPartitionsPerRequest = 32767;
+
+/**
+ * Bytes of the message set a block carries.
+ * @throws ProtocolError (InvalidMessage) for a metadata header over 65535 bytes
+ */
+export function blockMessageSetBytes(b: ProduceBlock): number {
+  if ('messages' in b) return b.messages.length;
+  let n = 0;
+  const { payloads, headers } = b;
+  for (let i = 0; i < payloads.length; i++) {
+    const header = headers?.[i];
+    n += header === undefined ? messageOverheadBytes + payloads[i]!.length : entrySizeInBytes({ value: payloads[i]!, header });
+  }
+  return n;
+}
+
+/** Bytes of one `topic partition messageSetSize messageSet` block (topics are ASCII: one byte per character). */
+function blockBytes(b: ProduceBlock, setBytes: number): number {
+  return 2 + b.topic.length + 4 + 4 + setBytes;
+}
+
+/**
+ * Bytes of the blocks of a produce request, each block's message set size alongside.
+ * @throws RangeError for no block or more than {@link maxPartitionsPerRequest}; ProtocolError
+ *   (InvalidTopic) for a bad topic name
+ */
+export function produceBlocksBytes(blocks: readonly ProduceBlock[], setBytes: number[]): number {
+  if (blocks.length < 1 || blocks.length > maxPartitionsPerRequest) {
+    throw new RangeError(`a produce request carries 1 to ${maxPartitionsPerRequest} partitions, not ${blocks.length}`);
+  }
+  let n = 0;
+  for (const b of blocks) {
+    validateTopic(b.topic);
+    const set = blockMessageSetBytes(b);
+    setBytes.push(set);
+    n += blockBytes(b, set);
+  }
+  return n;
+}
+
+/**
+ * Writes blocks (sized by {@link produceBlocksBytes}, which filled `setBytes`) at `position`.
+ * @returns the position after them
+ */
+export function writeProduceBlocks(target: Buffer, position: number, blocks: readonly ProduceBlock[], setBytes: readonly number[]): number {
+  let pos = position;
+  for (let i = 0; i < blocks.length; i++) {
+    const b = blocks[i]!;
+    const set = setBytes[i]!;
+    pos = target.writeInt16BE(b.topic.length, pos);
+    pos += target.write(b.topic, pos, 'latin1');
+    pos = target.writeInt32BE(b.partition, pos);
+    pos = target.writeInt32BE(set, pos);
+    const setStart = pos;
+    if ('messages' in b) {
+      target.set(b.messages, pos);
+      pos += b.messages.length;
+    } else {
+      const { payloads, headers } = b;
+      if (headers === undefined) for (let j = 0; j < payloads.length; j++) pos = writeMessage(target, pos, payloads[j]!);
+      else for (let j = 0; j < payloads.length; j++) pos = writeMessageWithHeader(target, pos, payloads[j]!, headers[j]);
+    }
+    if (pos - setStart !== set) throw new RangeError(`message set of ${pos - setStart} bytes written where ${set} were counted`);
+  }
+  return pos;
+}
+
+/** Writes a frame head, `size int32 | type int16`, for a frame that ends at `end`. */
+export function writeFrameHead(target: Buffer, position: number, end: number, type: number): number {
+  target.writeInt32BE(end - position - frameSizeBytes, position);
+  return target.writeInt16BE(type, position + frameSizeBytes);
+}
+
+/**
+ * Bytes of a framed MULTIPRODUCE request carrying `blocks`, size prefix included; fills
+ * `setBytes` for {@link writeMultiProduceRequest}.
+ * @throws as {@link produceBlocksBytes}
+ */
+export function multiProduceRequestBytes(blocks: readonly ProduceBlock[], setBytes: number[]): number {
+  return frameSizeBytes + 2 + 2 + produceBlocksBytes(blocks, setBytes);
+}
+
+/**
+ * Writes a framed MULTIPRODUCE request into `target` at `position` (it needs
+ * {@link multiProduceRequestBytes} bytes, which also filled `setBytes`), payload blocks as
+ * messages written in place.
+ * @returns the position just past the frame
+ * @throws RangeError when `target` is too small; ProtocolError (InvalidMessage) for a metadata header over 65535 bytes
+ */
+export function writeMultiProduceRequest(target: Buffer, position: number, blocks: readonly ProduceBlock[], setBytes: readonly number[]): number {
+  let pos = position + frameSizeBytes + 2;
+  pos = target.writeInt16BE(blocks.length, pos);
+  const end = writeProduceBlocks(target, pos, blocks, setBytes);
+  writeFrameHead(target, position, end, RequestType.MultiProduce);
+  return end;
+}
+
 /** Encodes a framed PRODUCE request. */
 export function encodeProduceRequest(p: PartitionMessages): Buffer {
-  return encodeFrame(RequestType.Produce, (e) => writePartitionMessages(e, p), p.messages.length + 64);
+  const setBytes: number[] = [];
+  const size = frameSizeBytes + 2 + produceBlocksBytes([p], setBytes);
+  const buf = Buffer.allocUnsafe(size);
+  const end = writeProduceBlocks(buf, frameSizeBytes + 2, [p], setBytes);
+  writeFrameHead(buf, 0, end, RequestType.Produce);
+  return buf;
 }
 
 /** Decodes a PRODUCE body (after the type). @throws ProtocolError */
@@ -63,17 +187,12 @@ export function decodeProduceRequest(d: Decoder): PartitionMessages {
   return p;
 }
 
-/** Encodes a framed MULTIPRODUCE request (1 to 32767 partitions). */
-export function encodeMultiProduceRequest(ps: readonly PartitionMessages[]): Buffer {
-  const bytes = ps.reduce((n, p) => n + p.messages.length + 64, 64);
-  return encodeFrame(
-    RequestType.MultiProduce,
-    (e) => {
-      e.writeInt16(ps.length);
-      for (const p of ps) writePartitionMessages(e, p);
-    },
-    bytes,
-  );
+/** Encodes a framed MULTIPRODUCE request (1 to 32767 partitions). @throws RangeError for another count */
+export function encodeMultiProduceRequest(ps: readonly ProduceBlock[]): Buffer {
+  const setBytes: number[] = [];
+  const buf = Buffer.allocUnsafe(multiProduceRequestBytes(ps, setBytes));
+  writeMultiProduceRequest(buf, 0, ps, setBytes);
+  return buf;
 }
 
 /** Decodes a MULTIPRODUCE body (after the type). @throws ProtocolError */
