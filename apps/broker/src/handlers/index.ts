@@ -3,7 +3,7 @@
  * decode gets an error response, except a fire-and-forget PRODUCE, which has no response and
  * is logged instead.
  */
-import { ErrorCode, ProtocolError, RequestType, decodeRequest, encodeErrorResponse, errorCodeName } from '@klog/protocol';
+import { ErrorCode, type ErrorCodeValue, ProtocolError, RequestType, decodeRequest, encodeErrorResponse, errorCodeName } from '@klog/protocol';
 import type { BrokerContext, ResponsePart } from './context.js';
 import { handleFetch, handleMultiFetch } from './fetch.js';
 import { handleMetadata } from './metadata.js';
@@ -15,6 +15,18 @@ export { ProduceRun } from './produce.js';
 
 const typeNames = new Map<number, string>(Object.entries(RequestType).map(([k, v]) => [v, k]));
 
+/** Decodes a frame; one that does not decode is counted and logged, and its error code returned. */
+function decodeCounted(ctx: BrokerContext, frame: Buffer, type: number): { request: ReturnType<typeof decodeRequest> } | { code: ErrorCodeValue } {
+  try {
+    return { request: decodeRequest(frame) };
+  } catch (err) {
+    const code = err instanceof ProtocolError ? err.code : ErrorCode.InvalidRequest;
+    ctx.metrics.error(errorCodeName(code));
+    ctx.logger.warn({ type, bytes: frame.length, code: errorCodeName(code), err: (err as Error).message }, 'malformed request');
+    return { code };
+  }
+}
+
 /**
  * Handles `frame` (`type int16 | body`) when it is a fire-and-forget PRODUCE or MULTIPRODUCE,
  * adding its message sets to `run` (which appends them, see {@link ProduceRun}); such a request
@@ -25,15 +37,9 @@ export function handleFireAndForget(ctx: BrokerContext, frame: Buffer, run: Prod
   const type = frame.length >= 2 ? frame.readInt16BE(0) : -1;
   if (type !== RequestType.Produce && type !== RequestType.MultiProduce) return false;
   ctx.metrics.request(typeNames.get(type)!);
-  let request;
-  try {
-    request = decodeRequest(frame);
-  } catch (err) {
-    const code = err instanceof ProtocolError ? err.code : ErrorCode.InvalidRequest;
-    ctx.metrics.error(errorCodeName(code));
-    ctx.logger.warn({ type, bytes: frame.length, code: errorCodeName(code), err: (err as Error).message }, 'malformed request');
-    return true;
-  }
+  const decoded = decodeCounted(ctx, frame, type);
+  if (!('request' in decoded)) return true;
+  const { request } = decoded;
   if (request.type === RequestType.Produce) run.add(request.produce);
   else if (request.type === RequestType.MultiProduce) for (const p of request.produces) run.add(p);
   return true;
@@ -47,16 +53,12 @@ export function handleFireAndForget(ctx: BrokerContext, frame: Buffer, run: Prod
 export async function handleRequest(ctx: BrokerContext, frame: Buffer): Promise<ResponsePart[] | undefined> {
   const type = frame.length >= 2 ? frame.readInt16BE(0) : -1;
   ctx.metrics.request(typeNames.get(type) ?? 'Unknown');
-  let request;
-  try {
-    request = decodeRequest(frame);
-  } catch (err) {
-    const code = err instanceof ProtocolError ? err.code : ErrorCode.InvalidRequest;
-    ctx.metrics.error(errorCodeName(code));
-    ctx.logger.warn({ type, bytes: frame.length, code: errorCodeName(code), err: (err as Error).message }, 'malformed request');
+  const decoded = decodeCounted(ctx, frame, type);
+  if (!('request' in decoded)) {
     if (type === RequestType.Produce || type === RequestType.MultiProduce) return undefined;
-    return [encodeErrorResponse(code)];
+    return [encodeErrorResponse(decoded.code)];
   }
+  const { request } = decoded;
   switch (request.type) {
     case RequestType.Produce:
       handleProduce(ctx, [request.produce]);
