@@ -88,9 +88,17 @@ export interface BrokerProcess {
   exited: Promise<number | null>;
 }
 
+/** Brokers spawned and not yet exited: killed when the test process exits, so that a test that times out mid-start leaves none behind. */
+const spawned = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of spawned) p.kill('SIGKILL');
+});
+
 /** Starts `klog-broker` with `args` and waits for its "broker listening" line. */
 export async function spawnBroker(args: string[]): Promise<BrokerProcess> {
   const proc = spawn(process.execPath, [brokerMain, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  spawned.add(proc);
+  proc.once('exit', () => spawned.delete(proc));
   const logs: Record<string, unknown>[] = [];
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   let stderr = '';
