@@ -13,6 +13,10 @@
  * creation time and this host in a header. Off by default: a plain message is 10 bytes of
  * overhead and readable by any Kafka 0.7 client.
  *
+ * Audit (`audit`, docs/audit.md): metadata is stamped, every record is counted by its stored
+ * creation time once `send` resolved (acks 0: batched; acks 1-2: acknowledged), and the counts
+ * are published (tier `producer`) through the producer's own send, on a timer and on close.
+ *
  * Compression (`compression: 'gzip'`, docs/format.md §2b): each partition's batch becomes one
  * gzip wrapper message, compressed in zlib's thread pool; requests to a broker still go out in
  * the order their batches were sent. Every record of a wrapper is acknowledged with the
@@ -48,6 +52,7 @@ import {
   writeMultiProduceRequest,
   writeProduceAckRequest,
 } from '@klog/protocol';
+import { AuditCounter, type AuditCounterOptions, type AuditOptions } from './audit/audit-counter.js';
 import { Connection } from './connection.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 
@@ -98,6 +103,12 @@ export interface ProducerPoolOptions {
    * consumers decompress it. Default `'none'`.
    */
   readonly compression?: CompressionType;
+  /**
+   * Count the records sent per topic and window of creation time and publish the counts to the
+   * audit topic (docs/audit.md; tier `producer`). Turns `stampMetadata` on: the creation time
+   * counted is the one stored in each message.
+   */
+  readonly audit?: AuditOptions;
   readonly logger?: Logger;
 }
 
@@ -232,9 +243,15 @@ export class ProducerPool {
   /** A failure of a fire-and-forget send, reported by the next send() or flush(). */
   private asyncError: Error | undefined;
   private isClosed = false;
+  /** Counts for the audit, with the `audit` option. */
+  private readonly audit: AuditCounter | undefined;
 
-  /** @throws RangeError for a bad batchSize, lingerMs, acks, maxInFlightBytes, compression or metadataHost */
-  constructor(options: ProducerPoolOptions) {
+  /**
+   * @param publish with `audit`: sends the audit messages to the audit topic (the producer's own send)
+   * @throws RangeError for a bad batchSize, lingerMs, acks, maxInFlightBytes, compression,
+   *   metadataHost or audit window, or `audit` without `publish`
+   */
+  constructor(options: ProducerPoolOptions, publish?: AuditCounterOptions['send']) {
     this.batchSize = options.batchSize ?? defaultBatchSize;
     this.lingerMs = options.lingerMs ?? defaultLingerMs;
     this.acks = options.acks ?? 0;
@@ -242,7 +259,7 @@ export class ProducerPool {
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.logger = options.logger;
-    this.stampMetadata = options.stampMetadata ?? false;
+    this.stampMetadata = options.stampMetadata === true || options.audit !== undefined;
     this.metadataHost = options.metadataHost ?? hostname();
     this.codec = compressionCodecOf(options.compression ?? 'none');
     if (Buffer.byteLength(this.metadataHost, 'utf8') > maxHeaderFieldBytes) {
@@ -252,6 +269,17 @@ export class ProducerPool {
     if (!Number.isFinite(this.lingerMs) || this.lingerMs < 0) throw new RangeError(`lingerMs ${this.lingerMs} must be ≥ 0`);
     if (this.acks !== 0 && this.acks !== 1 && this.acks !== 2) throw new RangeError(`acks ${String(this.acks)} must be 0, 1 or 2`);
     if (!(this.maxInFlightBytes > 0)) throw new RangeError(`maxInFlightBytes ${this.maxInFlightBytes} must be > 0`);
+    if (options.audit !== undefined && publish === undefined) throw new RangeError('audit needs a publish function');
+    this.audit =
+      options.audit &&
+      new AuditCounter({
+        ...options.audit,
+        tier: 'producer',
+        host: options.audit.host ?? this.metadataHost,
+        send: publish!,
+        onPublishError: (err) => this.logger?.warn({ err }, 'publishing audit counts failed; retrying at the next interval'),
+      });
+    this.audit?.start();
   }
 
   /** True once {@link close} started. */
@@ -341,8 +369,10 @@ export class ProducerPool {
       if (this.isClosed) throw new KlogError('producer closed while sending');
       this.append(targets[i]!, payloads[i]!, headers?.[i], call, i);
     }
-    if (acked) return (await acked) as SendResult<M>[];
-    return targets.map((t) => t.meta);
+    const results = acked ? ((await acked) as SendResult<M>[]) : targets.map((t) => t.meta);
+    // With audit every record has a header (stamping is on); the counter skips the audit topic.
+    if (this.audit) for (let i = 0; i < targets.length; i++) this.audit.count(targets[i]!.meta.topic, headers![i]!.timestamp!);
+    return results;
   }
 
   /**
@@ -361,14 +391,18 @@ export class ProducerPool {
   }
 
   /**
-   * Sends what is batched, waits for it as {@link flush} does, and closes the connections.
-   * Later sends throw. Safe to call twice.
-   * @throws what flush throws (the connections are closed all the same)
+   * Publishes the last audit counts (with `audit`), sends what is batched, waits for it as
+   * {@link flush} does, and closes the connections. Later sends throw. Safe to call twice.
+   * @throws what the audit publish or flush throws (the connections are closed all the same)
    */
   async close(): Promise<void> {
     if (this.isClosed) return;
     try {
-      await this.flush();
+      try {
+        await this.audit?.close();
+      } finally {
+        await this.flush();
+      }
     } finally {
       this.isClosed = true;
       for (const b of this.brokers.values()) stopLinger(b);

@@ -12,7 +12,6 @@
  * shared with {@link ZkProducer}.
  */
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
-import { type AuditCounter, type AuditOptions, producerAuditCounter, sendAudited } from './audit/audit-counter.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
@@ -53,12 +52,6 @@ export interface ProducerOptions extends ProducerPoolOptions {
   readonly brokerList: string | readonly string[];
   /** Picks the partition of a record with a key and no partition. Default {@link hashPartitioner}. */
   readonly partitioner?: Partitioner;
-  /**
-   * Count the records sent per topic and window of creation time and publish the counts to the
-   * audit topic (docs/audit.md; tier `producer`). Turns `stampMetadata` on: the creation time
-   * counted is the one stored in each message.
-   */
-  readonly audit?: AuditOptions;
 }
 
 /** A broker address. */
@@ -102,8 +95,6 @@ export class Producer {
   private readonly pool: ProducerPool;
   private readonly partitioner: Partitioner;
   private readonly logger: ProducerOptions['logger'];
-  /** Counts for the audit, with the `audit` option. */
-  private readonly audit: AuditCounter | undefined;
 
   /** Partitions of each topic asked for so far, in order over the broker list. */
   private readonly topics = new Map<string, Promise<PartitionTarget<RecordMetadata>[]>>();
@@ -111,11 +102,10 @@ export class Producer {
   /** @throws KlogError when the broker list is empty or malformed, RangeError for a bad batchSize, lingerMs, acks, maxInFlightBytes or audit window */
   constructor(options: ProducerOptions) {
     const addresses = parseBrokerList(options.brokerList);
-    this.pool = new ProducerPool({ ...options, stampMetadata: options.stampMetadata === true || options.audit !== undefined });
+    this.pool = new ProducerPool(options, (topic, records) => this.send(topic, records));
     this.brokers = addresses.map(({ host, port }) => this.pool.broker(host, port));
     this.partitioner = options.partitioner ?? hashPartitioner;
     this.logger = options.logger;
-    this.audit = producerAuditCounter(options, (topic, records) => this.send(topic, records), this.logger);
   }
 
   /**
@@ -152,12 +142,10 @@ export class Producer {
       if (r.key !== undefined) return partitions[this.partitioner(toBuffer(r.key), n)]!;
       return partitions[randomPartition(n)]!;
     });
-    return sendAudited(this.audit, topic, records, (rs) =>
-      this.pool.send(
-        targets,
-        rs.map((r) => toBuffer(r.value)),
-        rs,
-      ),
+    return this.pool.send(
+      targets,
+      records.map((r) => toBuffer(r.value)),
+      records,
     );
   }
 
@@ -176,12 +164,7 @@ export class Producer {
    * @throws what flush or the audit publish throws (the connections are closed all the same)
    */
   async close(): Promise<void> {
-    if (this.pool.closed) return;
-    try {
-      await this.audit?.close();
-    } finally {
-      await this.pool.close();
-    }
+    await this.pool.close();
   }
 
   private partitionsOf(topic: string): Promise<PartitionTarget<RecordMetadata>[]> {

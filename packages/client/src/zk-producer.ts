@@ -31,7 +31,6 @@
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
 import { type BrokerInfo, silentLogger, ZkClient, type ZkLogger } from '@klog/zk-registry';
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
-import { type AuditCounter, type AuditOptions, producerAuditCounter, sendAudited } from './audit/audit-counter.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
@@ -81,12 +80,6 @@ export interface ZkProducerOptions extends Omit<ProducerPoolOptions, 'logger'> {
   readonly topicCreateTimeoutMs?: number;
   /** pino-compatible; receives ZooKeeper, broker and produce events. */
   readonly logger?: ZkLogger;
-  /**
-   * Count the records sent per topic and window of creation time and publish the counts to the
-   * audit topic (docs/audit.md; tier `producer`). Turns `stampMetadata` on: the creation time
-   * counted is the one stored in each message.
-   */
-  readonly audit?: AuditOptions;
 }
 
 /** A keyed or named partition whose broker is down (see the file comment for why the send fails). */
@@ -142,14 +135,11 @@ export class ZkProducer {
   /** Topics being looked up or created, so concurrent sends share the work. */
   private readonly topicReady = new Map<string, Promise<void>>();
   private closing = false;
-  /** Counts for the audit, with the `audit` option. */
-  private readonly audit: AuditCounter | undefined;
 
   /** @throws ZkError for a malformed connect string; RangeError for a bad batchSize, lingerMs, acks, maxInFlightBytes or audit window */
   constructor(options: ZkProducerOptions) {
     this.logger = options.logger ?? silentLogger;
-    this.pool = new ProducerPool({ ...options, stampMetadata: options.stampMetadata === true || options.audit !== undefined, logger: this.logger });
-    this.audit = producerAuditCounter(options, (topic, records) => this.send(topic, records), this.logger);
+    this.pool = new ProducerPool({ ...options, logger: this.logger }, (topic, records) => this.send(topic, records));
     this.partitioner = options.partitioner ?? hashPartitioner;
     this.zookeeper = options.zookeeper;
     this.zkSessionTimeoutMs = options.zkSessionTimeoutMs;
@@ -210,12 +200,10 @@ export class ZkProducer {
       }
       return route.targets[route.live[randomPartition(route.live.length)]!]!;
     });
-    return sendAudited(this.audit, topic, records, (rs) =>
-      this.pool.send(
-        targets,
-        rs.map((r) => toBuffer(r.value)),
-        rs,
-      ),
+    return this.pool.send(
+      targets,
+      records.map((r) => toBuffer(r.value)),
+      records,
     );
   }
 
@@ -237,11 +225,7 @@ export class ZkProducer {
     if (this.closing) return;
     this.closing = true;
     try {
-      try {
-        await this.audit?.close();
-      } finally {
-        await this.pool.close();
-      }
+      await this.pool.close();
     } finally {
       const started = this.started;
       if (started) {
