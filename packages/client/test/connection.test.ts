@@ -1,33 +1,9 @@
 /** Connection against a scripted server: responses matched in order, timeouts, reconnects (SPEC §3). */
-import { once } from 'node:events';
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeFrame, encodeMetadataRequest } from '@klog/protocol';
 import { Connection, KlogConnectionError } from '../src/index.js';
-
-/** A server that hands each request frame (type, body) to `onRequest`, which may answer through `reply`. */
-async function scriptedServer(onRequest: (socket: Socket, type: number, body: Buffer, reply: (code: number, body?: Buffer) => void) => void): Promise<{ server: Server; port: number; sockets: Socket[] }> {
-  const sockets: Socket[] = [];
-  const server = createServer((socket) => {
-    sockets.push(socket);
-    let buf = Buffer.alloc(0);
-    socket.on('data', (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
-        const frame = buf.subarray(4, 4 + buf.readInt32BE(0));
-        buf = buf.subarray(4 + frame.length);
-        onRequest(socket, frame.readInt16BE(0), frame.subarray(2), (code, body = Buffer.alloc(0)) =>
-          socket.write(encodeFrame(code, (e) => e.writeBytes(body))),
-        );
-      }
-    });
-    socket.on('error', () => {});
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  return { server, port: typeof address === 'object' && address ? address.port : 0, sockets };
-}
+import { scriptedServer } from './helpers.js';
 
 let servers: Server[] = [];
 afterEach(() => {

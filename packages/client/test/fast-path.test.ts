@@ -2,37 +2,21 @@
  * The fast paths: pipelined requests (order kept, one write per event-loop turn, bytes in flight
  * bounded) and the consumer's prefetch (bounded) and views (no copies).
  */
-import { once } from 'node:events';
-import { createServer, type Server, Socket } from 'node:net';
+import { type Server, Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Decoder, encodeFrame, iterateMessageSet, multiProduceRequestBytes, readPartitionMessages, writeMultiProduceRequest } from '@klog/protocol';
 import { Connection, Producer, SimpleConsumer } from '../src/index.js';
 import { ProducerPool, type PartitionTarget } from '../src/producer-pool.js';
-import { startTestBroker, type TestBroker } from './helpers.js';
+import { scriptedServer, startTestBroker, type TestBroker } from './helpers.js';
 
 /** A server that records each request frame (type, body), answers METADATA with one partition, and can stop reading. */
 async function recordingServer(): Promise<{ server: Server; port: number; frames: { type: number; body: Buffer }[]; sockets: Socket[] }> {
   const frames: { type: number; body: Buffer }[] = [];
-  const sockets: Socket[] = [];
-  const server = createServer((socket) => {
-    sockets.push(socket);
-    let buf = Buffer.alloc(0);
-    socket.on('data', (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
-        const frame = buf.subarray(4, 4 + buf.readInt32BE(0));
-        buf = buf.subarray(4 + frame.length);
-        const type = frame.readInt16BE(0);
-        frames.push({ type, body: Buffer.from(frame.subarray(2)) });
-        if (type === 9) socket.write(encodeFrame(0, (e) => e.writeBytes(frame.subarray(2))));
-      }
-    });
-    socket.on('error', () => {});
+  const s = await scriptedServer((_socket, type, body, reply) => {
+    frames.push({ type, body: Buffer.from(body) });
+    if (type === 9) reply(0, body);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  return { server, port: typeof address === 'object' && address ? address.port : 0, frames, sockets };
+  return { ...s, frames };
 }
 
 /** A MULTIPRODUCE frame of one message whose payload is the 4-byte number `n`, in a buffer from `c.allocFrame`. */
