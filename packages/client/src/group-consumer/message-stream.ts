@@ -10,29 +10,17 @@
  */
 import type { ConsumedMessage } from '../simple-consumer.js';
 
-/** One message received by a group consumer, with where it came from. */
-export interface GroupMessage {
+/**
+ * One message received by a group consumer: the message as fetched (offsets, payload view,
+ * metadata) and where it came from. Its `nextOffset` is what is committed once it is consumed,
+ * so a commit never passes a compressed set not wholly handed out.
+ */
+export interface GroupMessage extends ConsumedMessage {
   readonly topic: string;
   /** Id of the broker that holds the partition. */
   readonly brokerId: number;
   /** Partition number on that broker. */
   readonly partition: number;
-  /** Byte offset of the message in its partition (of its wrapper, for a message of a compressed set). */
-  readonly offset: number;
-  /**
-   * The offset committed once this message is consumed: the message after it (`offset + 4 +
-   * length`); for a message of a compressed set, the wrapper's offset, or the wrapper's end for
-   * its last message, so that a commit never passes a wrapper not wholly handed out.
-   */
-  readonly nextOffset: number;
-  /** The application's bytes (the value; any metadata header split off). */
-  readonly payload: Buffer;
-  /** The key stored in the message's metadata header, if any. */
-  readonly key?: Buffer;
-  /** The creation time (ms since the epoch) stored in the message's metadata header, if any. */
-  readonly timestamp?: number;
-  /** The producing host stored in the message's metadata header, if any. */
-  readonly host?: string;
 }
 
 /**
