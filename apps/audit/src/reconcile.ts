@@ -222,12 +222,13 @@ export function reconcile(clusters: readonly ClusterEvents[], options: Reconcile
     const present = tiers.filter((t) => counts.get(t.id)!.has(topic) || (t.kind === 'consumer' && consumerCounted.has(t.cluster) && clusterHas(counts, t.cluster, topic)));
     const starts = new Set<number>();
     for (const t of present) for (const w of counts.get(t.id)!.get(topic)?.keys() ?? []) starts.add(w);
+    // Partial for every window of the topic; a tier left out entirely (unaligned windows) counts too.
+    const topicPartial = present.some((t) => partial(t, topic)) || [...unaligned.values()].some((u) => u.topic === topic);
     for (const windowStart of [...starts].sort((a, b) => a - b)) {
       const countOf = (id: string): number => counts.get(id)?.get(topic)?.get(windowStart) ?? 0;
       const windowEnd = windowStart + windowMs;
       const open = now < windowEnd + graceMs;
-      // A tier that was left out entirely (unaligned windows) is partial too.
-      const judged = !open && !present.some((t) => partial(t, topic)) && ![...unaligned.values()].some((u) => u.topic === topic);
+      const judged = !open && !topicPartial;
       const row: TierCount[] = [];
       let short = false;
       let over = false;
