@@ -21,17 +21,7 @@ is_installed() {
 source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 cmd_install() {
-  if is_installed; then
-    log "Chromium is already installed ($CHROMIUM)"
-    return 0
-  fi
-  if ! command -v apt-get >/dev/null 2>&1; then
-    log "apt-get not found: install Chromium by hand ($CHROMIUM expected)"
-    return 1
-  fi
-  apt_install chromium
-  is_installed || { log "the package installed but $CHROMIUM is missing"; return 1; }
-  log "installed ($("$CHROMIUM" --version 2>/dev/null || echo "version unknown"))"
+  install_package chromium "$CHROMIUM"
 }
 
 cmd_status() {

@@ -43,17 +43,7 @@ is_installed() {
 source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 cmd_install() {
-  if is_installed; then
-    log "ZooKeeper is already installed ($ZK_JAR)"
-    return 0
-  fi
-  if ! command -v apt-get >/dev/null 2>&1; then
-    log "apt-get not found: install Apache ZooKeeper 3.x and Java by hand ($ZK_JAR expected)"
-    return 1
-  fi
-  apt_install zookeeper
-  is_installed || { log "the package installed but $ZK_JAR or java is missing"; return 1; }
-  log "installed"
+  install_package zookeeper "$ZK_JAR and java"
 }
 
 # Sends a four-letter word and prints the answer; fails when nothing answers.

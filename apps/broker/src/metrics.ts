@@ -20,6 +20,7 @@
  * | `klog_log_segments` | gauge | topic, partition | segment files |
  * | `klog_read_path` | gauge | path (sendfile, read-write) | 1 for the read path in use, else 0 |
  * | `klog_sendfile_eagain_total` | counter | | times a sendfile found the socket full and waited (process-wide) |
+ * | `klog_crc_path` | gauge | path (native, js) | 1 for how message CRCs are checked (the CRC addon or JavaScript), else 0 |
  *
  * The per-request counters (messages and bytes in and out, fetch responses, requests) are
  * plain numbers on the request path, copied into their prom-client counters when the registry
@@ -31,6 +32,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
+import { crcSupport } from '@klog/protocol';
 import { sendfileStats, type Log, type LogManager, type ReadPath } from '@klog/storage';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -123,6 +125,8 @@ export class BrokerMetrics {
     const readPathGauge = new Gauge({ name: 'klog_read_path', help: 'The read path in use (1) and the other (0)', labelNames: ['path'], registers: [this.registry] });
     readPathGauge.set({ path: 'sendfile' }, readPath === 'sendfile' ? 1 : 0);
     readPathGauge.set({ path: 'read-write' }, readPath === 'read-write' ? 1 : 0);
+    const crcPathGauge = new Gauge({ name: 'klog_crc_path', help: 'How message CRCs are computed (1) and the other way (0)', labelNames: ['path'], registers: [this.registry] });
+    for (const path of ['native', 'js'] as const) crcPathGauge.set({ path }, crcSupport.path === path ? 1 : 0);
     new Counter({
       name: 'klog_sendfile_eagain_total',
       help: 'Times a sendfile found the socket full and waited for it (whole process)',

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { LogManager, defaultReadPath, sendfileSupport, type ReadPath } from '@klog/storage';
+import { crcSupport } from '@klog/protocol';
 import { pino, type Logger } from 'pino';
 import { ConfigError, resolveConfig, type BrokerConfig } from './config.js';
 import { joinCluster, type ClusterMembership } from './cluster.js';
@@ -94,6 +95,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       topics: Object.fromEntries(logs.topics()),
       readPath,
       ...(readPath === 'read-write' && config.readPath !== 'read-write' ? { sendfileUnavailable: sendfileSupport.reason } : {}),
+      crcPath: crcSupport.path,
+      ...(crcSupport.reason !== undefined ? { crcAddonUnavailable: crcSupport.reason } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
     },
     'broker listening',

@@ -11,6 +11,7 @@ import {
   AckLevel,
   Decoder,
   ErrorCode,
+  crcSupport,
   decodeProduceAckResponse,
   encodeFetchRequest,
   encodeMessageSet,
@@ -222,6 +223,7 @@ describe('read path selection', () => {
     spawned = await spawnBroker(['--log-dir', logDir]);
     const listening = (p: BrokerProcess) => p.logs.find((l) => l.msg === 'broker listening')!;
     expect(listening(spawned).readPath).toBe(sendfileSupport.available ? 'sendfile' : 'read-write');
+    expect(listening(spawned).crcPath).toBe(crcSupport.path);
     spawned.proc.kill('SIGTERM');
     await spawned.exited;
     spawned = await spawnBroker(['--log-dir', logDir, '--read-path', 'read-write']);
@@ -230,19 +232,21 @@ describe('read path selection', () => {
     await expect(spawnBroker(['--log-dir', logDir, '--read-path', 'mmap'])).rejects.toThrow(/--read-path: expected one of auto, sendfile, read-write, got "mmap"/);
   });
 
-  it('refuses read.path=sendfile when the addon is not available, and says why it fell back under auto', async () => {
+  it('refuses read.path=sendfile when the addon is not available, and says why it fell back under auto (and so for the CRC addon)', async () => {
     const logDir = tempDir();
     dirs.push(logDir);
     process.env.KLOG_DISABLE_SENDFILE = '1';
+    process.env.KLOG_DISABLE_NATIVE_CRC = '1';
     try {
       await expect(spawnBroker(['--log-dir', logDir, '--read-path', 'sendfile'])).rejects.toThrow(/exited with 2 .*read.path=sendfile but sendfile is not available: KLOG_DISABLE_SENDFILE=1/);
       spawned = await spawnBroker(['--log-dir', logDir]);
     } finally {
       delete process.env.KLOG_DISABLE_SENDFILE;
+      delete process.env.KLOG_DISABLE_NATIVE_CRC;
     }
     const line = spawned.logs.find((l) => l.msg === 'broker listening')!;
-    expect(line).toMatchObject({ readPath: 'read-write', sendfileUnavailable: 'KLOG_DISABLE_SENDFILE=1' });
-    // The fallback serves: produce and fetch through the child broker.
+    expect(line).toMatchObject({ readPath: 'read-write', sendfileUnavailable: 'KLOG_DISABLE_SENDFILE=1', crcPath: 'js', crcAddonUnavailable: 'KLOG_DISABLE_NATIVE_CRC=1' });
+    // The fallbacks serve: produce (its CRCs checked in JavaScript) and fetch through the child broker.
     const c = await WireClient.connect(spawned.port);
     clients.push(c);
     const set = encodeMessageSet([Buffer.from('via read-write')]);
@@ -287,6 +291,8 @@ describe('metrics', () => {
     const active = sendfileSupport.available ? 'sendfile' : 'read-write';
     expect(sample('klog_read_path', `path="${active}"`)).toBe(1);
     expect(sample('klog_read_path', `path="${active === 'sendfile' ? 'read-write' : 'sendfile'}"`)).toBe(0);
+    expect(sample('klog_crc_path', `path="${crcSupport.path}"`)).toBe(1);
+    expect(sample('klog_crc_path', `path="${crcSupport.path === 'native' ? 'js' : 'native'}"`)).toBe(0);
     expect((await fetch(`http://127.0.0.1:${a.metricsPort}/other`)).status).toBe(404);
   });
 

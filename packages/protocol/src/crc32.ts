@@ -3,15 +3,24 @@
  * (SPEC §1), and the arithmetic that checks all the CRCs of a message set with one pass over its
  * bytes.
  *
+ * Two ways to compute it. Where klog's CRC addon was built (`native/crc32.cc`, by `pnpm install`
+ * on Linux with ISA-L installed) it is {@link crcAddon}: ISA-L's folding CRC, and one call for
+ * all the messages of a set (`writeCrcs`, `firstBadCrc`, used through message.ts). Elsewhere, or
+ * with `KLOG_DISABLE_NATIVE_CRC=1`, zlib's `crc32` (node:zlib) and the lookup tables below. Which
+ * one runs is {@link crcSupport}. Loading the addon is the only thing this package does outside
+ * memory, once, when it is first imported.
+ *
  * Costs that shaped this file (CPU time per call, 2-core AMD EPYC, Node 20; docs/benchmarks.md):
- * zlib's `crc32` (node:zlib) spends about 220 ns in the call itself and then reads about
- * 3 GB/s; the lookup tables below (four bytes at a time) have no call cost but read about
- * 0.4 GB/s. Through the tables against zlib: 16 bytes 58 against 118 ns, 50 bytes 145 against
- * 223 ns, 100 bytes 198 against 247 ns, 127 bytes 286 against 249 ns, 200 bytes 463 against
- * 266 ns. So {@link crc32Ieee} uses the tables below {@link smallCrcBytes} and zlib above. A
- * 200-byte message set of 5,000 messages, checked one CRC call per message, costs those 250 ns
- * per message; checked as a whole ({@link MessageSetCrc}), one zlib call over the set plus a
- * few table lookups per message (about 115 ns per message in all).
+ * zlib's `crc32` spends about 220 ns in the call itself and then reads about 3 GB/s; the addon
+ * about 150 ns per call, then about 30 ns per 200-byte payload; the lookup tables below (four
+ * bytes at a time) have no call cost but read about 0.4 GB/s. Through the tables against zlib:
+ * 16 bytes 58 against 118 ns, 50 bytes 145 against 223 ns, 100 bytes 198 against 247 ns, 127
+ * bytes 286 against 249 ns, 200 bytes 463 against 266 ns. So {@link crc32Range} uses the tables
+ * below {@link smallCrcBytes} and the addon or zlib above. Without the addon, a 200-byte message
+ * set of 5,000 messages checked one CRC call per message costs those 250 ns per message;
+ * checked as a whole ({@link MessageSetCrc}), one zlib call over the set plus a few table
+ * lookups per message (about 115 ns per message in all); through the addon, one call checks
+ * each message on its own in about 35 ns per message.
  *
  * Checking a whole set rests on CRC-32 being linear: the CRC of `A ‖ B` follows from the CRCs of
  * `A` and `B` and the length of `B` ({@link crc32Combine}). Folding, message by message, the
@@ -23,13 +32,63 @@
  * random error. It is a check against accidents (disk, memory, network, bugs), like the CRC
  * itself, not against a writer that crafts cancelling errors on purpose.
  */
+import { createRequire } from 'node:module';
 import { crc32 as zlibCrc32 } from 'node:zlib';
+
+/**
+ * What klog's CRC addon exports (native/crc32.cc). Each function works on `bytes[start, end)`
+ * and throws TypeError or RangeError for arguments that do not name such a range.
+ */
+export interface CrcAddon {
+  /** The CRC-32 (IEEE) of `bytes[start, end)`, unsigned 32-bit. */
+  crc32(bytes: Uint8Array, start: number, end: number): number;
+  /**
+   * -1 when every message of `bytes[start, end)` holds its payload's CRC, else the position in
+   * `bytes` of the first that does not.
+   * @throws RangeError when the range is not a run of whole messages
+   */
+  firstBadCrc(bytes: Uint8Array, start: number, end: number): number;
+  /**
+   * Stores in each message of `bytes[start, end)` its payload's CRC.
+   * @throws RangeError when the range is not a run of whole messages (messages before the fault are written)
+   */
+  writeCrcs(bytes: Uint8Array, start: number, end: number): void;
+}
+
+/** How CRCs are computed: by the CRC addon (`native`) or in JavaScript (`js`), and why not natively. */
+export interface CrcSupport {
+  readonly path: 'native' | 'js';
+  /** Why not natively, when `path` is `js` (not built, ISA-L missing at run time, turned off). */
+  readonly reason?: string;
+}
+
+function loadCrcAddon(): { addon?: CrcAddon; support: CrcSupport } {
+  if (process.env.KLOG_DISABLE_NATIVE_CRC === '1') return { support: { path: 'js', reason: 'KLOG_DISABLE_NATIVE_CRC=1' } };
+  try {
+    const addon = createRequire(import.meta.url)('../build/Release/klog_crc32.node') as CrcAddon;
+    return { addon, support: { path: 'native' } };
+  } catch (err) {
+    return { support: { path: 'js', reason: `CRC addon not loaded: ${(err as Error).message.split('\n')[0]}` } };
+  }
+}
+
+const loaded = loadCrcAddon();
+
+/** The CRC addon when it is loaded (see the file comment), else `undefined`. */
+export const crcAddon: CrcAddon | undefined = loaded.addon;
+
+/** How this process computes CRCs: the native addon or JavaScript. */
+export const crcSupport: CrcSupport = loaded.support;
 
 /** The reflected CRC-32 (IEEE) polynomial. */
 const polynomial = 0xedb88320;
 
-/** Inputs shorter than this many bytes go through the lookup tables, longer ones through zlib (see the file comment). */
-export const smallCrcBytes = 112;
+/**
+ * Inputs shorter than this many bytes go through the lookup tables, longer ones through the
+ * addon (where the tables cost what its call does, about 56 bytes) or zlib (about 112 bytes);
+ * see the file comment.
+ */
+export const smallCrcBytes = crcAddon === undefined ? 112 : 56;
 
 /** Byte-at-a-time lookup table. */
 const table = new Int32Array(256);
@@ -65,14 +124,17 @@ export function crc32Extend(crc: number, buf: Uint8Array, start: number, end: nu
   return ~r >>> 0;
 }
 
-/** CRC-32 (IEEE) of `bytes` as an unsigned 32-bit number: the lookup tables for short inputs, zlib's for longer ones. */
+/** CRC-32 (IEEE) of `bytes` as an unsigned 32-bit number: the lookup tables for short inputs, the addon or zlib for longer ones. */
 export function crc32Ieee(bytes: Uint8Array): number {
-  return bytes.length < smallCrcBytes ? crc32Extend(0, bytes, 0, bytes.length) : zlibCrc32(bytes) >>> 0;
+  if (bytes.length < smallCrcBytes) return crc32Extend(0, bytes, 0, bytes.length);
+  return crcAddon !== undefined ? crcAddon.crc32(bytes, 0, bytes.length) : zlibCrc32(bytes) >>> 0;
 }
 
-/** CRC-32 (IEEE) of `buf[start, end)`, without making a view of it when it is short. */
+/** CRC-32 (IEEE) of `buf[start, end)`, without making a view of it when it is short or the addon is loaded. */
 export function crc32Range(buf: Uint8Array, start: number, end: number): number {
-  return end - start < smallCrcBytes ? crc32Extend(0, buf, start, end) : zlibCrc32(buf.subarray(start, end)) >>> 0;
+  if (end - start < smallCrcBytes) return crc32Extend(0, buf, start, end);
+  if (crcAddon !== undefined) return crcAddon.crc32(buf, start, end);
+  return zlibCrc32(buf.subarray(start, end)) >>> 0;
 }
 
 /** `a(x) · b(x) mod P(x)`, both in the reflected bit order of the CRC (zlib's `multmodp`). */

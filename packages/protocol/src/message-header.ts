@@ -18,7 +18,7 @@
  */
 import { ErrorCode, ProtocolError } from './errors.js';
 import { crc32Range } from './crc32.js';
-import { currentMagic, messageOverheadBytes, type Message } from './message.js';
+import { currentMagic, messageOverheadBytes, writeMessageCrcs, type Message } from './message.js';
 
 /** `attributes` bit that marks a payload starting with a metadata header. */
 export const hasHeaderAttribute = 0x04;
@@ -72,7 +72,7 @@ export function entrySizeInBytes(e: MessageEntry): number {
 
 /**
  * Encodes values with optional metadata as one message set in one buffer: each payload is
- * written straight into the set, then its CRC computed in place. A message whose header is
+ * written straight into the set, then the CRCs of all computed in place. A message whose header is
  * absent or empty is a plain message.
  * @param attributes attributes of every message (compression codec bits); bit 2 is set per message as needed
  * @throws ProtocolError (InvalidMessage) for a header over 65535 bytes
@@ -82,7 +82,8 @@ export function encodeMessageSetWithHeaders(entries: readonly MessageEntry[], at
   for (const e of entries) size += entrySizeInBytes(e);
   const buf = Buffer.allocUnsafe(size);
   let pos = 0;
-  for (const e of entries) pos = writeMessageWithHeader(buf, pos, e.value, e.header, attributes);
+  for (const e of entries) pos = writeMessageWithHeader(buf, pos, e.value, e.header, attributes, false);
+  writeMessageCrcs(buf, 0, size);
   return buf;
 }
 
@@ -91,10 +92,19 @@ export function encodeMessageSetWithHeaders(entries: readonly MessageEntry[], at
  * header (attributes bit 2) into `target` at `position`: the payload goes straight into
  * `target` and its CRC is computed there. Takes {@link entrySizeInBytes} bytes.
  * @param attributes compression codec bits; bit 2 is set or cleared here
+ * @param computeCrc false leaves the crc field unwritten, for a writer of many messages that
+ *   fills them all with one `writeMessageCrcs` call afterwards
  * @returns the position just past the message
  * @throws RangeError when `target` is too small; ProtocolError (InvalidMessage) for a header over 65535 bytes
  */
-export function writeMessageWithHeader(target: Buffer, position: number, value: Uint8Array, header: MessageHeader | undefined, attributes = 0): number {
+export function writeMessageWithHeader(
+  target: Buffer,
+  position: number,
+  value: Uint8Array,
+  header: MessageHeader | undefined,
+  attributes = 0,
+  computeCrc = true,
+): number {
   const buf = target;
   const start = position;
   const withHeader = !isEmpty(header);
@@ -120,7 +130,7 @@ export function writeMessageWithHeader(target: Buffer, position: number, value: 
   buf.writeInt32BE(pos - start - 4, start);
   buf[start + 4] = currentMagic;
   buf[start + 5] = (attributes & ~hasHeaderAttribute & 0xff) | (withHeader ? hasHeaderAttribute : 0);
-  buf.writeUInt32BE(crc32Range(buf, payloadStart, pos), start + 6);
+  if (computeCrc) buf.writeUInt32BE(crc32Range(buf, payloadStart, pos), start + 6);
   return pos;
 }
 

@@ -9,9 +9,20 @@
  * `offset + 4 + length`.
  */
 import { bufferView } from './buffer-view.js';
-import { MessageSetCrc } from './crc32.js';
+import { MessageSetCrc, crcAddon } from './crc32.js';
 import { ErrorCode, ProtocolError } from './errors.js';
-import { checkMessageAt, currentMagic, lengthFieldBytes, messageHeaderBytes, messageOverheadBytes, messageSizeInBytes, writeMessage, type Message } from './message.js';
+import {
+  checkMessageAt,
+  currentMagic,
+  firstBadMessageCrc,
+  lengthFieldBytes,
+  messageHeaderBytes,
+  messageOverheadBytes,
+  messageSizeInBytes,
+  writeMessage,
+  writeMessageCrcs,
+  type Message,
+} from './message.js';
 
 /** One message of a message set with its log offset and the offset of the message after it. */
 export interface MessageAndOffset {
@@ -32,7 +43,8 @@ export function encodeMessageSet(payloads: readonly Uint8Array[], attributes = 0
   for (const p of payloads) size += messageSizeInBytes(p.length);
   const buf = Buffer.allocUnsafe(size);
   let pos = 0;
-  for (const p of payloads) pos = writeMessage(buf, pos, p, attributes);
+  for (const p of payloads) pos = writeMessage(buf, pos, p, attributes, false);
+  writeMessageCrcs(buf, 0, size);
   return buf;
 }
 
@@ -84,16 +96,18 @@ export interface MessageSetScan {
  * recovery (SPEC §2), by the broker to check produced message sets and by consumers to check
  * fetched ones. Never throws.
  *
- * Lengths and magic bytes are checked message by message; the CRCs of all the whole messages
- * together, with one pass over their bytes ({@link MessageSetCrc}). Only when that finds a
- * mismatch are the CRCs checked one by one, to report the first bad message.
+ * Lengths and magic bytes are checked message by message. The CRCs: each on its own in one call
+ * where the CRC addon is loaded ({@link firstBadMessageCrc}); otherwise those of all the whole
+ * messages together, with one pass over their bytes ({@link MessageSetCrc}). Only when that finds
+ * a mismatch are the CRCs checked one by one, to report the first bad message.
  * @param maxMessageBytes when given, a larger payload stops the scan as invalid (`tooLarge`)
  */
 export function scanMessageSet(buf: Buffer, end = buf.length, maxMessageBytes?: number): MessageSetScan {
   end = Math.min(end, buf.length);
-  const crc = new MessageSetCrc();
+  const crc = crcAddon === undefined ? new MessageSetCrc() : undefined;
   const { count, validBytes } = walkMessageSet(buf, end, maxMessageBytes, crc);
-  if (validBytes > 0 && !crc.matches(buf, 0, validBytes)) return scanEachCrc(buf, end, maxMessageBytes);
+  const crcsRight = validBytes === 0 || (crc === undefined ? firstBadMessageCrc(buf, 0, validBytes) < 0 : crc.matches(buf, 0, validBytes));
+  if (!crcsRight) return scanEachCrc(buf, end, maxMessageBytes);
   if (validBytes === end) return { count, validBytes, partial: false, tooLarge: false };
   return stopAt(buf, validBytes, end, count, maxMessageBytes);
 }
@@ -108,12 +122,11 @@ export interface MessageSetWalk {
 
 /**
  * The first half of {@link scanMessageSet}: walks the messages of `buf[0, end)` checking only
- * their headers (length, magic byte, `maxMessageBytes`), and folds each whole one into `crc`
- * without reading its payload. Comparing `crc` with the bytes (`crc.matches(buf, 0,
- * validBytes)`) is the other half; a caller that checks several sets at once combines their
- * `crc.value`s with {@link crc32Combine} and compares once.
+ * their headers (length, magic byte, `maxMessageBytes`), and folds each whole one into `crc`,
+ * when given, without reading its payload. Checking the CRCs of `buf[0, validBytes)` is the
+ * other half: `crc.matches(buf, 0, validBytes)`, or {@link firstBadMessageCrc}.
  */
-export function walkMessageSet(buf: Buffer, end: number, maxMessageBytes: number | undefined, crc: MessageSetCrc): MessageSetWalk {
+export function walkMessageSet(buf: Buffer, end: number, maxMessageBytes: number | undefined, crc?: MessageSetCrc): MessageSetWalk {
   end = Math.min(end, buf.length);
   const maxLength = maxMessageBytes === undefined ? Infinity : maxMessageBytes + messageHeaderBytes;
   let pos = 0;
@@ -123,7 +136,7 @@ export function walkMessageSet(buf: Buffer, end: number, maxMessageBytes: number
     if (length < messageHeaderBytes || length > maxLength || buf[pos + lengthFieldBytes] !== currentMagic) break;
     const size = lengthFieldBytes + length;
     if (end - pos < size) break;
-    crc.add(buf, pos, length);
+    crc?.add(buf, pos, length);
     pos += size;
     count++;
   }
@@ -167,7 +180,9 @@ function scanEachCrc(buf: Buffer, end: number, maxMessageBytes: number | undefin
  *   anything else (bad length, magic, CRC, or a partial trailing message)
  */
 export function validateMessageSet(buf: Buffer, maxMessageBytes: number): number {
+  const { count, validBytes } = walkMessageSet(buf, buf.length, maxMessageBytes);
+  if (validBytes === buf.length && firstBadMessageCrc(buf, 0, validBytes) < 0) return count;
+  // Something is wrong: find the first bad message and say what.
   const scan = scanEachCrc(buf, buf.length, maxMessageBytes);
-  if (scan.stopReason === undefined) return scan.count;
   throw new ProtocolError(scan.tooLarge ? ErrorCode.MessageSizeTooLarge : ErrorCode.InvalidMessage, `invalid message set: ${scan.stopReason}`);
 }

@@ -11,7 +11,7 @@
  * ```
  */
 import { bufferView } from './buffer-view.js';
-import { crc32Ieee, crc32Range } from './crc32.js';
+import { crc32Ieee, crc32Range, crcAddon } from './crc32.js';
 import { ErrorCode, ProtocolError } from './errors.js';
 
 /** Bytes of the length field. */
@@ -47,28 +47,71 @@ export function messageSizeInBytes(payloadBytes: number): number {
 
 /**
  * Writes one message with `payload` into `target` at `position`.
+ * @param computeCrc false leaves the crc field unwritten, for a writer of many messages that
+ *   fills them all with one {@link writeMessageCrcs} call afterwards
  * @returns the position just past the message.
  * @throws RangeError when `target` is too small.
  */
-export function writeMessage(target: Buffer, position: number, payload: Uint8Array, attributes = 0): number {
+export function writeMessage(target: Buffer, position: number, payload: Uint8Array, attributes = 0, computeCrc = true): number {
   const end = position + messageOverheadBytes + payload.length;
   if (!(position >= 0 && end <= target.length)) {
     throw new RangeError(`message of ${end - position} bytes does not fit at position ${position} of ${target.length}`);
   }
   const length = messageHeaderBytes + payload.length;
-  const crc = crc32Ieee(payload);
   target[position] = length >>> 24;
   target[position + 1] = length >>> 16;
   target[position + 2] = length >>> 8;
   target[position + 3] = length;
   target[position + 4] = currentMagic;
   target[position + 5] = attributes;
+  if (computeCrc) writeCrc(target, position, crc32Ieee(payload));
+  target.set(payload, position + messageOverheadBytes);
+  return end;
+}
+
+function writeCrc(target: Uint8Array, position: number, crc: number): void {
   target[position + 6] = crc >>> 24;
   target[position + 7] = crc >>> 16;
   target[position + 8] = crc >>> 8;
   target[position + 9] = crc;
-  target.set(payload, position + messageOverheadBytes);
-  return end;
+}
+
+/**
+ * Stores in each message of `buf[start, end)` the CRC of its payload: one call into the CRC
+ * addon for them all where it is loaded (crc32.ts), one CRC per message otherwise.
+ * @throws RangeError when `buf[start, end)` is not a run of whole messages (lengths checked only)
+ */
+export function writeMessageCrcs(buf: Buffer, start: number, end: number): void {
+  if (crcAddon !== undefined) return crcAddon.writeCrcs(buf, start, end);
+  for (let pos = start; pos < end; ) {
+    const size = wholeMessageSize(buf, pos, end);
+    writeCrc(buf, pos, crc32Range(buf, pos + messageOverheadBytes, pos + size));
+    pos += size;
+  }
+}
+
+/**
+ * The first message of `buf[start, end)` whose crc field is not its payload's CRC, each message
+ * checked on its own: one call into the CRC addon where it is loaded (crc32.ts), one CRC per
+ * message otherwise.
+ * @returns its position in `buf`, or -1 when every message's CRC is right
+ * @throws RangeError when `buf[start, end)` is not a run of whole messages (lengths checked only)
+ */
+export function firstBadMessageCrc(buf: Buffer, start: number, end: number): number {
+  if (crcAddon !== undefined) return crcAddon.firstBadCrc(buf, start, end);
+  for (let pos = start; pos < end; ) {
+    const size = wholeMessageSize(buf, pos, end);
+    if (crc32Range(buf, pos + messageOverheadBytes, pos + size) !== buf.readUInt32BE(pos + 6)) return pos;
+    pos += size;
+  }
+  return -1;
+}
+
+/** Bytes of the whole message at `pos` of `buf[, end)`, length field included. @throws RangeError when there is none */
+function wholeMessageSize(buf: Buffer, pos: number, end: number): number {
+  const length = end - pos >= messageOverheadBytes ? buf.readInt32BE(pos) : 0;
+  if (length < messageHeaderBytes || length > end - pos - lengthFieldBytes) throw new RangeError(`not a run of whole messages at byte ${pos}`);
+  return lengthFieldBytes + length;
 }
 
 /** Encodes one message into a new buffer of `10 + payload.length` bytes. */

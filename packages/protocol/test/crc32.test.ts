@@ -1,4 +1,8 @@
-/** CRC-32: the table and zlib paths agree with a reference; combining; checking a whole message set at once. */
+/**
+ * CRC-32: the table, addon and zlib paths agree with a reference; combining; checking a whole
+ * message set at once; the CRCs of a run of messages written and checked in one call.
+ */
+import { existsSync } from 'node:fs';
 import { crc32 as zlibCrc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +16,11 @@ import {
   scanMessageSet,
   smallCrcBytes,
   checkMessageAt,
+  crcAddon,
+  crcSupport,
+  firstBadMessageCrc,
+  writeMessage,
+  writeMessageCrcs,
 } from '../src/index.js';
 import { crc32Reference, pseudoRandomBytes } from './helpers.js';
 
@@ -131,5 +140,102 @@ describe('MessageSetCrc and scanMessageSet', () => {
       ),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('the CRC addon', () => {
+  const built = existsSync(new URL('../build/Release/klog_crc32.node', import.meta.url));
+  const disabled = process.env.KLOG_DISABLE_NATIVE_CRC === '1';
+
+  it('is used exactly when it was built and not turned off', () => {
+    expect(crcSupport.path).toBe(built && !disabled ? 'native' : 'js');
+    expect(crcAddon !== undefined).toBe(crcSupport.path === 'native');
+    if (crcSupport.path === 'js') expect(crcSupport.reason).toMatch(/./);
+    // CI builds it (ISA-L installed) and says so: then it must be there.
+    if (process.env.KLOG_REQUIRE_NATIVE === '1' && !disabled) expect(crcSupport.path).toBe('native');
+  });
+
+  it.runIf(crcAddon !== undefined)('computes the CRC of any range as the reference does', () => {
+    const b = pseudoRandomBytes(5000, 3);
+    for (let n = 0; n <= 300; n++) expect(crcAddon!.crc32(b, 7, 7 + n)).toBe(crc32Reference(b.subarray(7, 7 + n)));
+    expect(crcAddon!.crc32(b, 0, b.length)).toBe(crc32Reference(b));
+  });
+
+  it.runIf(crcAddon !== undefined)('refuses arguments that do not name a range of a Uint8Array', () => {
+    const b = Buffer.alloc(10);
+    const call = (...args: unknown[]) => (crcAddon!.crc32 as (...a: unknown[]) => number)(...args);
+    expect(() => call(b, 0)).toThrow(TypeError);
+    expect(() => call('abc', 0, 1)).toThrow(TypeError);
+    expect(() => call(new Uint16Array(4), 0, 1)).toThrow(TypeError);
+    expect(() => call(b, 0, '1')).toThrow(TypeError);
+    expect(() => call(b, 0, 11)).toThrow(RangeError);
+    expect(() => call(b, 5, 4)).toThrow(RangeError);
+    expect(() => call(b, -1, 4)).toThrow(RangeError);
+    expect(() => call(b, 0.5, 4)).toThrow(RangeError);
+    expect(() => call(b, 0, Number.NaN)).toThrow(RangeError);
+  });
+});
+
+describe('writeMessageCrcs and firstBadMessageCrc', () => {
+  /** `payloads` as messages written from `at` on, CRCs left unwritten (garbage). */
+  function unsealed(payloads: readonly Uint8Array[], at: number): { buf: Buffer; starts: number[]; end: number } {
+    const size = payloads.reduce((n, p) => n + 10 + p.length, 0);
+    const buf = Buffer.alloc(at + size + 3, 0xa5);
+    const starts: number[] = [];
+    let pos = at;
+    for (const p of payloads) {
+      starts.push(pos);
+      pos = writeMessage(buf, pos, p, 0, false);
+    }
+    return { buf, starts, end: pos };
+  }
+
+  it('write the CRCs encodeMessageSet writes, and find none wrong in them', () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 400 }), { maxLength: 20 }), fc.nat(9), (payloads, at) => {
+        const { buf, end } = unsealed(payloads, at);
+        writeMessageCrcs(buf, at, end);
+        expect(buf.subarray(at, end)).toEqual(encodeMessageSet(payloads));
+        expect(firstBadMessageCrc(buf, at, end)).toBe(-1);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('name the first message whose CRC or payload was damaged, by its position in the buffer', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.uint8Array({ minLength: 1, maxLength: 300 }), { minLength: 1, maxLength: 12 }),
+        fc.nat(),
+        fc.nat(),
+        fc.integer({ min: 1, max: 255 }),
+        fc.nat(9),
+        (payloads, which, where, xor, at) => {
+          const { buf, starts, end } = unsealed(payloads, at);
+          writeMessageCrcs(buf, at, end);
+          const i = which % payloads.length;
+          const first = starts[i]! + 6; // the crc field, then the payload
+          buf[first + (where % (4 + payloads[i]!.length))]! ^= xor;
+          expect(firstBadMessageCrc(buf, at, end)).toBe(starts[i]);
+          expect(firstBadMessageCrc(buf, at, starts[i]!)).toBe(-1);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuse a range that is not a run of whole messages, with a RangeError', () => {
+    const s = encodeMessageSet([Buffer.alloc(20, 1), Buffer.alloc(30, 2)]);
+    expect(() => firstBadMessageCrc(s, 0, s.length - 1)).toThrow(RangeError); // cut short
+    expect(() => writeMessageCrcs(Buffer.from(s), 0, s.length - 1)).toThrow(RangeError);
+    expect(() => firstBadMessageCrc(s, 0, 9)).toThrow(RangeError); // less than a header
+    expect(() => firstBadMessageCrc(s, 1, s.length)).toThrow(RangeError); // misaligned
+    const short = Buffer.from(s);
+    short.writeInt32BE(5, 0); // a length below the 6 header bytes
+    expect(() => firstBadMessageCrc(short, 0, short.length)).toThrow(RangeError);
+    const long = Buffer.from(s);
+    long.writeInt32BE(0x7fffffff, 30); // the second message claims more than there is
+    expect(() => firstBadMessageCrc(long, 0, long.length)).toThrow(RangeError);
+    expect(firstBadMessageCrc(s, 0, 0)).toBe(-1);
   });
 });

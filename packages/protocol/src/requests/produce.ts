@@ -13,7 +13,7 @@
 import { type Decoder, type Encoder, validateTopic } from '../codec.js';
 import { ErrorCode, ProtocolError } from '../errors.js';
 import { frameSizeBytes, RequestType } from '../frame.js';
-import { messageOverheadBytes, writeMessage } from '../message.js';
+import { messageOverheadBytes, writeMessage, writeMessageCrcs } from '../message.js';
 import { entrySizeInBytes, type MessageHeader, writeMessageWithHeader } from '../message-header.js';
 
 /** Messages for one partition of one topic. */
@@ -132,8 +132,10 @@ export function writeProduceBlocks(target: Buffer, position: number, blocks: rea
       pos += b.messages.length;
     } else {
       const { payloads, headers } = b;
-      if (headers === undefined) for (let j = 0; j < payloads.length; j++) pos = writeMessage(target, pos, payloads[j]!);
-      else for (let j = 0; j < payloads.length; j++) pos = writeMessageWithHeader(target, pos, payloads[j]!, headers[j]);
+      // The CRCs of the whole set in one go once its messages are in place (one native call).
+      if (headers === undefined) for (let j = 0; j < payloads.length; j++) pos = writeMessage(target, pos, payloads[j]!, 0, false);
+      else for (let j = 0; j < payloads.length; j++) pos = writeMessageWithHeader(target, pos, payloads[j]!, headers[j], 0, false);
+      writeMessageCrcs(target, setStart, pos);
     }
     if (pos - setStart !== set) throw new RangeError(`message set of ${pos - setStart} bytes written where ${set} were counted`);
   }

@@ -1,0 +1,11 @@
+{
+  "targets": [
+    {
+      "target_name": "klog_crc32",
+      "sources": ["native/crc32.cc"],
+      "libraries": ["-lisal"],
+      "defines": ["NAPI_VERSION=8"],
+      "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra"]
+    }
+  ]
+}
