@@ -23,9 +23,11 @@ function releaseAll(parts: ResponsePart[] | undefined): void {
 
 /** Serves one socket until it closes. */
 export class Connection {
-  /** Received bytes not yet cut into frames. */
+  /** Received bytes not yet cut into frames: `chunks[0]` from `headPos` on, then the others whole. */
   private chunks: Buffer[] = [];
-  /** Total bytes in `chunks`. */
+  /** Bytes of `chunks[0]` already cut into frames (kept as a position: a view per frame would cost more). */
+  private headPos = 0;
+  /** Total bytes not yet cut into frames. */
   private buffered = 0;
   /** True while a request is being handled; later frames wait their turn. */
   private busy = false;
@@ -69,14 +71,19 @@ export class Connection {
   private nextFrame(): Buffer | undefined {
     if (this.buffered < frameSizeBytes) return undefined;
     let head = this.chunks[0]!;
-    if (head.length < frameSizeBytes) head = this.coalesce(frameSizeBytes);
-    const size = readFrameSize(head, 0, this.ctx.config.maxRequestBytes)!;
+    if (head.length - this.headPos < frameSizeBytes) head = this.coalesce(frameSizeBytes);
+    const at = this.headPos;
+    const size = readFrameSize(head, at, this.ctx.config.maxRequestBytes)!;
     const total = frameSizeBytes + size;
     if (this.buffered < total) return undefined;
-    if (head.length < total) head = this.coalesce(total);
-    const frame = head.subarray(frameSizeBytes, total);
-    if (head.length > total) this.chunks[0] = head.subarray(total);
-    else this.chunks.shift();
+    if (head.length - at < total) head = this.coalesce(total);
+    const start = this.headPos;
+    const frame = head.subarray(start + frameSizeBytes, start + total);
+    if (head.length - start > total) this.headPos = start + total;
+    else {
+      this.chunks.shift();
+      this.headPos = 0;
+    }
     this.buffered -= total;
     return frame;
   }
@@ -90,11 +97,13 @@ export class Connection {
     let filled = 0;
     while (filled < bytes) {
       const c = this.chunks[0]!;
-      const take = Math.min(c.length, bytes - filled);
-      c.copy(out, filled, 0, take);
+      const from = this.headPos;
+      const take = Math.min(c.length - from, bytes - filled);
+      c.copy(out, filled, from, from + take);
       filled += take;
-      if (take === c.length) this.chunks.shift();
-      else this.chunks[0] = c.subarray(take);
+      if (from + take === c.length) this.chunks.shift();
+      else this.chunks[0] = c.subarray(from + take);
+      this.headPos = 0;
     }
     this.chunks.unshift(out);
     return out;
