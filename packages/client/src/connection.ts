@@ -63,6 +63,8 @@ const receiveSlackBytes = 64 * 1024;
 export const coalesceBytes = 256 * 1024;
 /** Bytes of each slab {@link Connection.allocFrame} carves frames from; larger frames get a buffer of their own. */
 export const frameSlabBytes = 1024 * 1024;
+/** Largest frame, in bytes, that {@link Connection.allocFrame} carves from a slab, and {@link Connection.reserveFrame} reserves. */
+export const maxSlabFrameBytes = frameSlabBytes / 4;
 
 /** Called once a queued frame has been handed to the operating system, or with the error that stopped it. */
 export type WrittenCallback = (err?: Error) => void;
@@ -72,8 +74,24 @@ interface OutRun {
   readonly memory: ArrayBufferLike;
   readonly start: number;
   end: number;
-  /** One per frame of the run (a single callback is kept unwrapped). */
-  callbacks: WrittenCallback | WrittenCallback[];
+  /**
+   * The callbacks of the frames of the run, in order: those of `earlier` (undefined while
+   * there are none), then `last` for each of the last `lastTimes` frames. A sender that passes
+   * one callback for many frames costs a count, not an entry per frame.
+   */
+  earlier: WrittenCallback[] | undefined;
+  last: WrittenCallback;
+  lastTimes: number;
+}
+
+/** What {@link Connection.frameSlab} is before the first slab. */
+const emptyBuffer = Buffer.alloc(0);
+
+/** Calls the callback of every frame of `run`, in order. */
+function callBack(run: OutRun, err: Error | undefined): void {
+  const { earlier, last } = run;
+  if (earlier !== undefined) for (const cb of earlier) cb(err);
+  for (let i = run.lastTimes; i > 0; i--) last(err);
 }
 
 /** A request/response channel to one broker. Not safe to share across processes; fine to share across callers. */
@@ -107,6 +125,9 @@ export class Connection {
   /** The slab allocFrame carves from, and how much of it is used. */
   private slab: Buffer | undefined;
   private slabUsed = 0;
+  /** The ArrayBuffer of `slab` and where `slab` starts in it: read once per slab, not once per frame. */
+  private slabMemory: ArrayBufferLike | undefined;
+  private slabOffset = 0;
 
   constructor(options: ConnectionOptions) {
     this.address = `${options.host}:${options.port}`;
@@ -174,14 +195,49 @@ export class Connection {
    * one write without being copied together. Its contents are undefined until written.
    */
   allocFrame(bytes: number): Buffer {
-    if (bytes > frameSlabBytes / 4) return Buffer.allocUnsafe(bytes);
+    if (bytes > maxSlabFrameBytes) return Buffer.allocUnsafe(bytes);
+    const at = this.reserveFrame(bytes);
+    return bufferView(this.slab!, at, at + bytes);
+  }
+
+  /**
+   * {@link allocFrame} without a Buffer of its own, for senders of many small frames (a view
+   * per frame costs more than a small frame's bytes): reserves `bytes` bytes, at most
+   * {@link maxSlabFrameBytes}, of {@link frameSlab} after the previous frame.
+   * @returns the position in {@link frameSlab} where the frame goes; queue it with
+   *   {@link sendReservedFrame} once written, before the next reserveFrame or allocFrame call
+   *   (which may start a new slab)
+   * @throws RangeError for more than {@link maxSlabFrameBytes} bytes
+   */
+  reserveFrame(bytes: number): number {
+    if (!(bytes <= maxSlabFrameBytes)) throw new RangeError(`a frame of ${bytes} bytes is over the ${maxSlabFrameBytes} a slab holds`);
     if (this.slab === undefined || this.slab.length - this.slabUsed < bytes) {
       this.slab = Buffer.allocUnsafeSlow(frameSlabBytes);
       this.slabUsed = 0;
+      this.slabMemory = this.slab.buffer;
+      this.slabOffset = this.slab.byteOffset;
     }
-    const b = bufferView(this.slab, this.slabUsed, this.slabUsed + bytes);
+    const at = this.slabUsed;
     this.slabUsed += bytes;
-    return b;
+    return at;
+  }
+
+  /** The slab of the last {@link reserveFrame} call (its contents undefined where not written); empty before the first. */
+  get frameSlab(): Buffer {
+    return this.slab ?? emptyBuffer;
+  }
+
+  /**
+   * {@link sendFrame} for the `bytes` bytes at `position` of {@link frameSlab}, which
+   * {@link reserveFrame} reserved and the caller wrote since.
+   */
+  sendReservedFrame(position: number, bytes: number, written: WrittenCallback): void {
+    if (this.closed) {
+      const err = new KlogConnectionError(this.address, 'connection is closed');
+      queueMicrotask(() => written(err));
+      return;
+    }
+    this.enqueueBytes(this.slabMemory!, this.slabOffset + position, bytes, written);
   }
 
   /** Bytes queued and not yet handed to the socket. */
@@ -191,15 +247,25 @@ export class Connection {
 
   /** Queues `frame` behind the frames queued before it, opening the socket when needed. */
   private enqueue(frame: Buffer, written: WrittenCallback): void {
+    this.enqueueBytes(frame.buffer, frame.byteOffset, frame.length, written);
+  }
+
+  /** {@link enqueue} for the frame of `length` bytes at `start` of `memory`. */
+  private enqueueBytes(memory: ArrayBufferLike, start: number, length: number, written: WrittenCallback): void {
     const last = this.out[this.out.length - 1];
-    if (last !== undefined && last.memory === frame.buffer && last.end === frame.byteOffset) {
-      last.end += frame.length;
-      if (typeof last.callbacks === 'function') last.callbacks = [last.callbacks, written];
-      else last.callbacks.push(written);
+    if (last !== undefined && last.memory === memory && last.end === start) {
+      last.end += length;
+      if (last.last === written) last.lastTimes++;
+      else {
+        const earlier = (last.earlier ??= []);
+        for (let i = last.lastTimes; i > 0; i--) earlier.push(last.last);
+        last.last = written;
+        last.lastTimes = 1;
+      }
     } else {
-      this.out.push({ memory: frame.buffer, start: frame.byteOffset, end: frame.byteOffset + frame.length, callbacks: written });
+      this.out.push({ memory, start, end: start + length, earlier: undefined, last: written, lastTimes: 1 });
     }
-    this.outBytes += frame.length;
+    this.outBytes += length;
     if (this.socket === undefined) {
       this.open().catch(() => {
         // fail() has reported the error to every queued frame and waiting request.
@@ -224,11 +290,8 @@ export class Connection {
     this.outBytes = 0;
     if (runs.length > 1) socket.cork();
     for (const run of runs) {
-      const { callbacks } = run;
       socket.write(Buffer.from(run.memory, run.start, run.end - run.start), (err?: Error | null) => {
-        const e = err ? new KlogConnectionError(this.address, `write failed: ${err.message}`, { cause: err }) : undefined;
-        if (typeof callbacks === 'function') callbacks(e);
-        else for (const cb of callbacks) cb(e);
+        callBack(run, err ? new KlogConnectionError(this.address, `write failed: ${err.message}`, { cause: err }) : undefined);
       });
     }
     if (runs.length > 1) socket.uncork();
@@ -313,10 +376,7 @@ export class Connection {
     const queued = this.out;
     this.out = [];
     this.outBytes = 0;
-    for (const run of queued) {
-      if (typeof run.callbacks === 'function') run.callbacks(err);
-      else for (const cb of run.callbacks) cb(err);
-    }
+    for (const run of queued) callBack(run, err);
     const socket = this.socket;
     if (socket) {
       this.socket = undefined;

@@ -47,13 +47,14 @@ import {
   messageSizeInBytes,
   multiProduceRequestBytes,
   type PartitionMessages,
-  type ProduceBlock,
   produceAckRequestBytes,
+  singleSetMultiProduceRequestBytes,
+  writeMultiProduceMessageRequest,
   writeMultiProduceRequest,
   writeProduceAckRequest,
 } from '@klog/protocol';
 import { AuditCounter, type AuditCounterOptions, type AuditOptions } from './audit/audit-counter.js';
-import { Connection } from './connection.js';
+import { Connection, maxSlabFrameBytes, type WrittenCallback } from './connection.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 
 /** 0: fire-and-forget (no response); 1: answered once appended; 2: answered once appended and flushed. */
@@ -171,11 +172,14 @@ interface Placement {
   readonly size: number;
 }
 
-/** The messages batched for one partition of one broker. */
+/**
+ * The messages batched for one partition of one broker; also the block of the request that
+ * carries them (`partition` and `payloads` are what the request writers read).
+ */
 interface PartitionBatch {
   readonly topic: string;
-  /** Partition number on the broker. */
-  readonly brokerPartition: number;
+  /** Partition number on the broker (the partition the request names). */
+  readonly partition: number;
   /** Reported in results and errors. */
   readonly meta: PartitionMeta;
   readonly payloads: Buffer[];
@@ -206,6 +210,10 @@ interface BrokerState extends PooledBroker {
   oldestBatchedAt: number;
   /** Requests to this broker handed to its connection and not yet settled. */
   requestsInFlight: number;
+  /** Bytes of each message sent alone (see ProducerPool.sendAlone) and not yet written, oldest first. */
+  readonly aloneBytes: SizeQueue;
+  /** The written callback of every message sent alone: settles the oldest of them. */
+  readonly aloneWritten: WrittenCallback;
   /** Resolved when `requestsInFlight` drops to 0. */
   idleWaiters: Array<() => void>;
   /** Set by retire(): no longer routed to; closes once its requests settle. */
@@ -227,6 +235,11 @@ export class ProducerPool {
   private readonly metadataHost: string;
   /** Codec of the wrapper (0: no compression). */
   private readonly codec: number;
+  /**
+   * Each message is a request of its own, written at once and settled by the write alone
+   * (batchSize 1, acks 0, no compression): {@link sendAlone} writes it without a batch.
+   */
+  private readonly sendsAlone: boolean;
 
   /** Brokers by address. */
   private readonly brokers = new Map<string, BrokerState>();
@@ -262,6 +275,7 @@ export class ProducerPool {
     this.stampMetadata = options.stampMetadata === true || options.audit !== undefined;
     this.metadataHost = options.metadataHost ?? hostname();
     this.codec = compressionCodecOf(options.compression ?? 'none');
+    this.sendsAlone = this.batchSize === 1 && this.acks === 0 && this.codec === 0;
     if (Buffer.byteLength(this.metadataHost, 'utf8') > maxHeaderFieldBytes) {
       throw new RangeError(`metadataHost of ${Buffer.byteLength(this.metadataHost, 'utf8')} bytes is over ${maxHeaderFieldBytes}`);
     }
@@ -292,7 +306,7 @@ export class ProducerPool {
     const address = `${host}:${port}`;
     let b = this.brokers.get(address);
     if (!b) {
-      b = {
+      const state: BrokerState = {
         address,
         connection: new Connection({ host, port, requestTimeoutMs: this.requestTimeoutMs, connectTimeoutMs: this.connectTimeoutMs }),
         batches: new Map(),
@@ -303,10 +317,13 @@ export class ProducerPool {
         lingerTimer: undefined,
         oldestBatchedAt: 0,
         requestsInFlight: 0,
+        aloneBytes: new SizeQueue(),
+        aloneWritten: (err) => this.aloneWritten(state, err),
         idleWaiters: [],
         retired: false,
         writeChain: Promise.resolve(),
       };
+      b = state;
       this.brokers.set(address, b);
     }
     return b;
@@ -434,12 +451,24 @@ export class ProducerPool {
   private append(target: PartitionTarget<PartitionMeta>, payload: Buffer, header: MessageHeader | undefined, call: SendCall | undefined, index: number): void {
     // Every PooledBroker is a BrokerState made by broker().
     const b = target.broker as BrokerState;
+    if (this.sendsAlone && b.batchedMessages === 0) {
+      this.sendAlone(b, target, payload, header);
+      return;
+    }
     let batch = b.lastTarget === target ? b.lastBatch : undefined;
     if (batch === undefined) {
       const key = `${target.meta.topic}\0${target.brokerPartition}`;
       batch = b.batches.get(key);
       if (!batch) {
-        batch = { topic: target.meta.topic, brokerPartition: target.brokerPartition, meta: target.meta, payloads: [], headers: undefined, bytes: 0, placements: [] };
+        batch = {
+          topic: target.meta.topic,
+          partition: target.brokerPartition,
+          meta: target.meta,
+          payloads: [],
+          headers: undefined,
+          bytes: 0,
+          placements: [],
+        };
         b.batches.set(key, batch);
         b.batchList.push(batch);
       }
@@ -457,6 +486,55 @@ export class ProducerPool {
     // A retired broker gets no linger: its batch goes (and fails) at once.
     if (b.retired || b.batchedMessages >= this.batchSize) this.sendBatches(b);
     else if (!b.lingerTimer) b.lingerTimer = setTimeout(() => this.lingerUp(b), this.lingerMs);
+  }
+
+  /**
+   * Sends one message as a request of its own, straight into the connection's outgoing slab:
+   * what {@link sendBatches} does for a batch of one message, without the batch, its arrays
+   * and the request's blocks, which at one request per message cost more than the request.
+   * Only when nothing is batched for the broker (so requests keep the order of their records).
+   */
+  private sendAlone(b: BrokerState, target: PartitionTarget<PartitionMeta>, payload: Buffer, header: MessageHeader | undefined): void {
+    const size = header === undefined ? messageSizeInBytes(payload.length) : entrySizeInBytes({ value: payload, header });
+    this.inFlightBytes += size;
+    this.requestsInFlight++;
+    b.requestsInFlight++;
+    const c = b.connection;
+    let frame: Buffer | undefined;
+    let at = 0;
+    let bytes = 0;
+    try {
+      const topic = target.meta.topic;
+      bytes = singleSetMultiProduceRequestBytes(topic, size);
+      // Written in place in the connection's slab: a Buffer per frame would cost more than most frames' bytes.
+      if (bytes <= maxSlabFrameBytes) {
+        at = c.reserveFrame(bytes);
+        writeMultiProduceMessageRequest(c.frameSlab, at, topic, target.brokerPartition, payload, header, size);
+      } else {
+        frame = c.allocFrame(bytes);
+        writeMultiProduceMessageRequest(frame, 0, topic, target.brokerPartition, payload, header, size);
+      }
+    } catch (err) {
+      // As in sendPlain: the record was checked before; a failure here is a bug, reported as the request's.
+      this.failed(b, noBatches, err as Error);
+      queueMicrotask(() => this.settled(b, size));
+      return;
+    }
+    // One callback for every message sent alone, not a closure each: the connection calls
+    // back its frames in the order they were queued, so the oldest size is this frame's.
+    b.aloneBytes.push(size);
+    if (frame === undefined) c.sendReservedFrame(at, bytes, b.aloneWritten);
+    else c.sendFrame(frame, b.aloneWritten);
+  }
+
+  /**
+   * A message sent alone is written, or failed. When the connection fails, the frames it had
+   * not yet handed to the socket are called back before those it had, so their sizes may be
+   * settled against one another: the same total, once every frame is called back.
+   */
+  private aloneWritten(b: BrokerState, err: Error | undefined): void {
+    if (err) this.failed(b, noBatches, err);
+    this.settled(b, b.aloneBytes.shift());
   }
 
   /** The linger timer fired: send what waited lingerMs, or wait for the rest of it (see BrokerState.lingerTimer). */
@@ -486,14 +564,14 @@ export class ProducerPool {
     for (const b of batches) bytes += b.bytes;
     this.requestsInFlight++;
     broker.requestsInFlight++;
-    const settled = (): void => this.settled(broker, bytes);
     if (this.codec === 0) {
-      this.sendPlain(broker, batches, settled);
+      this.sendPlain(broker, batches, bytes);
       return;
     }
+    const settled = (): void => this.settled(broker, bytes);
     const sets: PartitionMessages[] = batches.map((b) => ({
       topic: b.topic,
-      partition: b.brokerPartition,
+      partition: b.partition,
       messages: b.headers === undefined ? encodeMessageSet(b.payloads) : encodeMessageSetWithHeaders(b.payloads.map((value, i) => ({ value, header: b.headers![i] }))),
     }));
     // Compress in parallel, write in order: each request is written once the one before it is.
@@ -511,38 +589,41 @@ export class ProducerPool {
 
   /**
    * Writes an uncompressed request straight into the connection's outgoing slab: the
-   * payloads go from the batches into the frame (see the file comment). Calls `settled` once
-   * the request is written (acks 0) or answered (acks 1-2), failed or not.
+   * payloads go from the batches (which are the request's blocks) into the frame (see the file
+   * comment). Settles the request's `bytes` once it is written (acks 0) or answered (acks
+   * 1-2), failed or not.
    */
-  private sendPlain(broker: BrokerState, batches: PartitionBatch[], settled: () => void): void {
-    const blocks: ProduceBlock[] = batches.map((b) => ({ topic: b.topic, partition: b.brokerPartition, payloads: b.payloads, headers: b.headers }));
+  private sendPlain(broker: BrokerState, batches: PartitionBatch[], bytes: number): void {
     let frame: Buffer;
     try {
       const setBytes: number[] = [];
       if (this.acks === 0) {
-        frame = broker.connection.allocFrame(multiProduceRequestBytes(blocks, setBytes));
-        writeMultiProduceRequest(frame, 0, blocks, setBytes);
+        frame = broker.connection.allocFrame(multiProduceRequestBytes(batches, setBytes));
+        writeMultiProduceRequest(frame, 0, batches, setBytes);
       } else {
-        frame = broker.connection.allocFrame(produceAckRequestBytes(blocks, setBytes));
-        writeProduceAckRequest(frame, 0, this.acks as AckLevelValue, blocks, setBytes);
+        frame = broker.connection.allocFrame(produceAckRequestBytes(batches, setBytes));
+        writeProduceAckRequest(frame, 0, this.acks as AckLevelValue, batches, setBytes);
       }
     } catch (err) {
       // Records were checked before they were batched; this is a bug, reported where the records are.
       this.failed(broker, batches, err as Error);
-      queueMicrotask(settled);
+      queueMicrotask(() => this.settled(broker, bytes));
       return;
     }
     if (this.acks === 0) {
       broker.connection.sendFrame(frame, (err) => {
         if (err) this.failed(broker, batches, err);
-        settled();
+        this.settled(broker, bytes);
       });
       return;
     }
-    this.acknowledged(broker, batches, broker.connection.request(frame)).then(settled, (e: Error) => {
-      this.failed(broker, batches, e);
-      settled();
-    });
+    this.acknowledged(broker, batches, broker.connection.request(frame)).then(
+      () => this.settled(broker, bytes),
+      (e: Error) => {
+        this.failed(broker, batches, e);
+        this.settled(broker, bytes);
+      },
+    );
   }
 
   /** Writes a request of ready message sets (compressed ones); resolves once written (acks 0) or answered and settled (acks 1-2). */
@@ -577,8 +658,9 @@ export class ProducerPool {
   /** A request of `bytes` batched bytes is done (written, answered or failed). */
   private settled(broker: BrokerState, bytes: number): void {
     this.release(bytes);
-    if (--broker.requestsInFlight === 0) for (const w of broker.idleWaiters.splice(0)) w();
-    if (--this.requestsInFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+    // Checked before splice(0): every request settles here, and an empty splice is still a new array.
+    if (--broker.requestsInFlight === 0 && broker.idleWaiters.length > 0) for (const w of broker.idleWaiters.splice(0)) w();
+    if (--this.requestsInFlight === 0 && this.idleWaiters.length > 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   private waitForRoom(): Promise<void> {
@@ -589,7 +671,38 @@ export class ProducerPool {
 
   private release(bytes: number): void {
     this.inFlightBytes -= bytes;
-    if (this.inFlightBytes < this.maxInFlightBytes) for (const w of this.roomWaiters.splice(0)) w();
+    if (this.inFlightBytes < this.maxInFlightBytes && this.roomWaiters.length > 0) for (const w of this.roomWaiters.splice(0)) w();
+  }
+}
+
+/** The batches of a request that has none (a message sent alone): with acks 0, failed() reads no batch. */
+const noBatches: readonly PartitionBatch[] = [];
+
+/** A first-in first-out queue of numbers in a ring that doubles when full: no object per entry. */
+class SizeQueue {
+  private ring = new Float64Array(64);
+  private head = 0;
+  private count = 0;
+
+  push(n: number): void {
+    if (this.count === this.ring.length) {
+      const next = new Float64Array(this.ring.length * 2);
+      next.set(this.ring.subarray(this.head));
+      next.set(this.ring.subarray(0, this.head), this.ring.length - this.head);
+      this.ring = next;
+      this.head = 0;
+    }
+    this.ring[(this.head + this.count) & (this.ring.length - 1)] = n;
+    this.count++;
+  }
+
+  /** The oldest number, removed; 0 when empty. */
+  shift(): number {
+    if (this.count === 0) return 0;
+    const n = this.ring[this.head]!;
+    this.head = (this.head + 1) & (this.ring.length - 1);
+    this.count--;
+    return n;
   }
 }
 
@@ -618,7 +731,7 @@ function settleAcks(
   }
   const byPartition = new Map(results.map((r) => [`${r.topic}\0${r.partition}`, r]));
   for (const b of batches) {
-    const r = byPartition.get(`${b.topic}\0${b.brokerPartition}`);
+    const r = byPartition.get(`${b.topic}\0${b.partition}`);
     const where = { topic: b.topic, partition: b.meta.partition, broker: address };
     if (!r || r.errorCode !== ErrorCode.None) {
       const e = r

@@ -132,21 +132,21 @@ export class Producer {
     validateTopic(topic);
     const partitions = await this.partitionsOf(topic);
     const n = partitions.length;
-    const targets = records.map((r, i) => {
+    // One pass for both arrays: at one request per record, this is per-record work too.
+    const targets = new Array<PartitionTarget<RecordMetadata>>(records.length);
+    const payloads = new Array<Buffer>(records.length);
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
       if (r.partition !== undefined) {
         if (!Number.isInteger(r.partition) || r.partition < 0 || r.partition >= n) {
           throw new RangeError(`record ${i}: partition ${r.partition} of topic ${topic} is outside 0..${n - 1}`);
         }
-        return partitions[r.partition]!;
-      }
-      if (r.key !== undefined) return partitions[this.partitioner(toBuffer(r.key), n)]!;
-      return partitions[randomPartition(n)]!;
-    });
-    return this.pool.send(
-      targets,
-      records.map((r) => toBuffer(r.value)),
-      records,
-    );
+        targets[i] = partitions[r.partition]!;
+      } else if (r.key !== undefined) targets[i] = partitions[this.partitioner(toBuffer(r.key), n)]!;
+      else targets[i] = partitions[randomPartition(n)]!;
+      payloads[i] = toBuffer(r.value);
+    }
+    return this.pool.send(targets, payloads, records);
   }
 
   /**

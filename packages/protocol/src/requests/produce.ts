@@ -122,10 +122,7 @@ export function writeProduceBlocks(target: Buffer, position: number, blocks: rea
   for (let i = 0; i < blocks.length; i++) {
     const b = blocks[i]!;
     const set = setBytes[i]!;
-    pos = target.writeInt16BE(b.topic.length, pos);
-    pos += target.write(b.topic, pos, 'latin1');
-    pos = target.writeInt32BE(b.partition, pos);
-    pos = target.writeInt32BE(set, pos);
+    pos = writeBlockHead(target, pos, b.topic, b.partition, set);
     const setStart = pos;
     if ('messages' in b) {
       target.set(b.messages, pos);
@@ -140,6 +137,28 @@ export function writeProduceBlocks(target: Buffer, position: number, blocks: rea
     if (pos - setStart !== set) throw new RangeError(`message set of ${pos - setStart} bytes written where ${set} were counted`);
   }
   return pos;
+}
+
+/** Topic names up to this many characters are copied a character at a time rather than by `Buffer.write`. */
+const shortTopicChars = 32;
+
+/**
+ * Writes `topic partition messageSetSize` at `position` (`topic` validated: ASCII).
+ * @returns the position after it, where the message set goes
+ * @throws RangeError when `target` is too small
+ */
+function writeBlockHead(target: Buffer, position: number, topic: string, partition: number, setBytes: number): number {
+  let pos = target.writeInt16BE(topic.length, position);
+  const n = topic.length;
+  // A request usually carries a short topic name: a native call costs more than the bytes.
+  if (n <= shortTopicChars && pos + n <= target.length) {
+    for (let k = 0; k < n; k++) target[pos + k] = topic.charCodeAt(k);
+    pos += n;
+  } else {
+    pos += target.write(topic, pos, 'latin1');
+  }
+  pos = target.writeInt32BE(partition, pos);
+  return target.writeInt32BE(setBytes, pos);
 }
 
 /** Writes a frame head, `size int32 | type int16`, for a frame that ends at `end`. */
@@ -169,6 +188,82 @@ export function writeMultiProduceRequest(target: Buffer, position: number, block
   pos = target.writeInt16BE(blocks.length, pos);
   const end = writeProduceBlocks(target, pos, blocks, setBytes);
   writeFrameHead(target, position, end, RequestType.MultiProduce);
+  return end;
+}
+
+/**
+ * Bytes of a framed MULTIPRODUCE request carrying one partition's message set of `setBytes`
+ * bytes (see {@link blockMessageSetBytes}), size prefix included: what
+ * {@link writeMultiProduceMessageRequest} needs for one message of `setBytes` bytes.
+ * @throws ProtocolError (InvalidTopic) for a bad topic name
+ */
+export function singleSetMultiProduceRequestBytes(topic: string, setBytes: number): number {
+  // A producer names one topic request after request: checking it again would cost more than its bytes.
+  if (topic !== lastValidTopic) {
+    validateTopic(topic);
+    lastValidTopic = topic;
+  }
+  return singleSetHeadBytes + topic.length + setBytes;
+}
+
+/** The topic {@link singleSetMultiProduceRequestBytes} last found valid. */
+let lastValidTopic: string | undefined;
+
+/** Bytes of a one-block MULTIPRODUCE request besides its topic's characters and its message set. */
+const singleSetHeadBytes = frameSizeBytes + 2 + 2 + 2 + 4 + 4;
+
+/**
+ * Writes a framed MULTIPRODUCE request of one message, `payload` (with its metadata `header`
+ * when given, else plain), for one partition, into `target` at `position`: the same bytes as
+ * {@link writeMultiProduceRequest} for that one block, without the arrays a block is made of.
+ * It needs {@link singleSetMultiProduceRequestBytes}`(topic, setBytes)` bytes, `setBytes`
+ * being the message's size (`messageSizeInBytes`, or `entrySizeInBytes` with a header).
+ * @returns the position just past the frame
+ * @throws RangeError when `target` is too small or `setBytes` is not the message's size;
+ *   ProtocolError (InvalidMessage) for a metadata header over 65535 bytes
+ */
+export function writeMultiProduceMessageRequest(
+  target: Buffer,
+  position: number,
+  topic: string,
+  partition: number,
+  payload: Uint8Array,
+  header: MessageHeader | undefined,
+  setBytes: number,
+): number {
+  const n = topic.length;
+  const setStart = position + singleSetHeadBytes + n;
+  const frameEnd = setStart + setBytes;
+  if (!(position >= 0 && frameEnd <= target.length)) {
+    throw new RangeError(`request of ${frameEnd - position} bytes does not fit at position ${position} of ${target.length}`);
+  }
+  // One bounds check for the whole head, then byte stores: the head is most of the work of a
+  // request of one small message, and each checked Buffer write costs a call.
+  const size = frameEnd - position - frameSizeBytes;
+  let pos = position;
+  target[pos++] = size >>> 24;
+  target[pos++] = size >>> 16;
+  target[pos++] = size >>> 8;
+  target[pos++] = size;
+  target[pos++] = RequestType.MultiProduce >>> 8;
+  target[pos++] = RequestType.MultiProduce;
+  // The block count, 1.
+  target[pos++] = 0;
+  target[pos++] = 1;
+  target[pos++] = n >>> 8;
+  target[pos++] = n;
+  if (n <= shortTopicChars) for (let k = 0; k < n; k++) target[pos++] = topic.charCodeAt(k);
+  else pos += target.write(topic, pos, 'latin1');
+  target[pos++] = partition >>> 24;
+  target[pos++] = partition >>> 16;
+  target[pos++] = partition >>> 8;
+  target[pos++] = partition;
+  target[pos++] = setBytes >>> 24;
+  target[pos++] = setBytes >>> 16;
+  target[pos++] = setBytes >>> 8;
+  target[pos++] = setBytes;
+  const end = header === undefined ? writeMessage(target, pos, payload) : writeMessageWithHeader(target, pos, payload, header);
+  if (end !== frameEnd) throw new RangeError(`message of ${end - setStart} bytes written where ${setBytes} were counted`);
   return end;
 }
 
