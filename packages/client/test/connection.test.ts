@@ -1,7 +1,8 @@
 /** Connection against a scripted server: responses matched in order, timeouts, reconnects (SPEC §3). */
 import type { Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeFrame, encodeMetadataRequest } from '@klog/protocol';
+import { Decoder, encodeFrame, encodeMetadataRequest, iterateMessageSet, messageSizeInBytes, readPartitionMessages, singleSetMultiProduceRequestBytes, writeMultiProduceMessageRequest } from '@klog/protocol';
+import { maxSlabFrameBytes } from '../src/connection.js';
 import { Connection, KlogConnectionError } from '../src/index.js';
 import { scriptedServer } from './helpers.js';
 
@@ -71,5 +72,71 @@ describe('Connection', () => {
     const c = new Connection({ host: '127.0.0.1', port, maxResponseBytes: 1000 });
     await expect(c.request(encodeMetadataRequest(['t']))).rejects.toThrow(/bad response frame/);
     await c.close();
+  });
+
+  it('frames reserved in the slab, over several slabs, leave in order with those of sendFrame, and a callback shared by many is called once per frame, in queue order', async () => {
+    const frames: Buffer[] = [];
+    const { server, port } = await scriptedServer((_s, type, body) => {
+      if (type === 3) frames.push(Buffer.from(body));
+    });
+    servers.push(server);
+    const c = new Connection({ host: '127.0.0.1', port });
+    expect(c.frameSlab.length).toBe(0); // no slab before the first reservation
+    expect(() => c.reserveFrame(maxSlabFrameBytes + 1)).toThrow(RangeError);
+    const calls: string[] = [];
+    const expected: string[] = [];
+    let sharedCalls = 0;
+    const shared = (err?: Error): void => {
+      if (err) throw err;
+      calls.push('shared');
+      sharedCalls++;
+    };
+    const all: number[] = [];
+    // Payload sizes that fill slabs unevenly: some frames start a new slab, most share one.
+    const sizes = [0, 10, 200_000, 3, 240_000, 70_000, 250_000, 1, 100_000, 255_000, 5];
+    for (let i = 0; i < 60; i++) {
+      const payload = Buffer.alloc(sizes[i % sizes.length]! + 4, i);
+      payload.writeUInt32BE(i, 0);
+      all.push(i);
+      if (i % 7 === 3) {
+        // A frame of its own with a callback of its own, between the shared ones.
+        const size = messageSizeInBytes(payload.length);
+        const frame = c.allocFrame(singleSetMultiProduceRequestBytes('t', size));
+        writeMultiProduceMessageRequest(frame, 0, 't', 0, payload, undefined, size);
+        c.sendFrame(frame, (err) => {
+          if (err) throw err;
+          calls.push(`own ${i}`);
+        });
+        expected.push(`own ${i}`);
+      } else {
+        const size = messageSizeInBytes(payload.length);
+        const bytes = singleSetMultiProduceRequestBytes('t', size);
+        const at = c.reserveFrame(bytes);
+        writeMultiProduceMessageRequest(c.frameSlab, at, 't', 0, payload, undefined, size);
+        c.sendReservedFrame(at, bytes, shared);
+        expected.push('shared');
+      }
+    }
+    const deadline = Date.now() + 5000;
+    while ((calls.length < expected.length || frames.length < all.length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(calls).toEqual(expected);
+    expect(sharedCalls).toBe(expected.filter((x) => x === 'shared').length);
+    const got = frames.map((f) => {
+      const d = new Decoder(f); // (the type is off already)
+      expect(d.readInt16()).toBe(1); // one block
+      const [m] = [...iterateMessageSet(readPartitionMessages(d).messages)];
+      return m!.message.payload;
+    });
+    expect(got.map((p) => p.readUInt32BE(0))).toEqual(all);
+    for (const [i, p] of got.entries()) expect(p.equals(Buffer.alloc(sizes[i % sizes.length]! + 4, i).fill(Buffer.from([0, 0, 0, i]), 0, 4))).toBe(true);
+    await c.close();
+  });
+
+  it('a reserved frame sent on a closed connection calls back with KlogConnectionError', async () => {
+    const c = new Connection({ host: '127.0.0.1', port: 1 });
+    await c.close();
+    const at = c.reserveFrame(100);
+    const err = await new Promise<Error | undefined>((resolve) => c.sendReservedFrame(at, 100, resolve));
+    expect(err).toBeInstanceOf(KlogConnectionError);
   });
 });

@@ -132,6 +132,42 @@ describe('Producer', () => {
     await p.close();
   });
 
+  it('batchSize 1, acks 0 with stampMetadata: topics of 45 and 3 characters come back in order, byte-exact, with key, timestamp and host', async () => {
+    const long = 'one-message-requests.with_a_long-topic-name-x'; // 45 characters: over the 32 copied a character at a time
+    const short = 'o1r';
+    expect(long).toHaveLength(45);
+    const p = new Producer({ brokerList: b.address, batchSize: 1, acks: 0, lingerMs: 0, stampMetadata: true, metadataHost: 'stamp-host.example' });
+    const sizes = [0, 1, 5, 100, 1000, 4000];
+    const recordsOf = (topic: string): { value: Buffer; partition: number; timestamp: number; key?: string }[] =>
+      Array.from({ length: 60 }, (_, i) => ({
+        value: Buffer.alloc(sizes[i % sizes.length]!, `${topic}:${i}|`),
+        partition: 1,
+        timestamp: 1_700_000_000_000 + i,
+        ...(i % 3 === 0 ? { key: `k${i}` } : {}),
+      }));
+    const records = new Map([long, short].map((t) => [t, recordsOf(t)]));
+    // Interleaved sends to both topics (the second topic's metadata request goes out between messages of the first).
+    const sends: Promise<unknown>[] = [];
+    for (let i = 0; i < 60; i += 10) for (const topic of [long, short]) sends.push(p.send(topic, records.get(topic)!.slice(i, i + 10)));
+    await Promise.all(sends);
+    await p.flush();
+    await p.close();
+    const c = new SimpleConsumer({ host: b.host, port: b.port });
+    for (const topic of [long, short]) {
+      const got: { payload: Buffer; key?: Buffer; timestamp?: number; host?: string; nextOffset: number }[] = [];
+      for await (const m of c.messages({ topic, partition: 1, offset: 0, maxWaitMs: 200 })) {
+        got.push(m);
+        if (got.length === 60) break;
+      }
+      expect(got.map((m) => m.payload.toString('hex'))).toEqual(records.get(topic)!.map((r) => r.value.toString('hex')));
+      expect(got.map((m) => m.timestamp)).toEqual(records.get(topic)!.map((r) => r.timestamp));
+      expect(got.map((m) => m.host)).toEqual(records.get(topic)!.map(() => 'stamp-host.example'));
+      expect(got.map((m) => m.key?.toString())).toEqual(records.get(topic)!.map((r) => r.key));
+      expect(await c.latestOffset(topic, 1)).toBe(got.at(-1)!.nextOffset);
+    }
+    await c.close();
+  });
+
   it('parses broker lists and rejects bad ones', () => {
     expect(parseBrokerList('a:1, b:2,[::1]:3')).toEqual([
       { host: 'a', port: 1 },

@@ -7,14 +7,19 @@ import {
   encodeMessageSetWithHeaders,
   encodeMultiProduceRequest,
   encodeProduceAckRequest,
+  entrySizeInBytes,
+  ErrorCode,
+  messageSizeInBytes,
   multiProduceRequestBytes,
   produceAckRequestBytes,
+  singleSetMultiProduceRequestBytes,
+  writeMultiProduceMessageRequest,
   writeMultiProduceRequest,
   writeProduceAckRequest,
   type MessageHeader,
   type PartitionPayloads,
 } from '../src/index.js';
-import { payloadArb, topicArb } from './helpers.js';
+import { expectProtocolError, payloadArb, topicArb } from './helpers.js';
 
 const headerArb: fc.Arbitrary<MessageHeader | undefined> = fc.option(
   fc.record(
@@ -82,5 +87,117 @@ describe('produce requests written from payloads', () => {
     const setBytes: number[] = [];
     const size = multiProduceRequestBytes(blocks, setBytes);
     expect(() => writeMultiProduceRequest(Buffer.alloc(size - 1), 0, blocks, setBytes)).toThrow(RangeError);
+  });
+});
+
+/** A topic name of `n` characters over the whole alphabet (so a byte copied wrong shows). */
+function topicOf(n: number): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-';
+  return Array.from({ length: n }, (_, i) => alphabet[(i * 7) % alphabet.length]).join('');
+}
+
+/** The size of one message, as a producer counts it. */
+function sizeOf(payload: Buffer, header: MessageHeader | undefined): number {
+  return header === undefined ? messageSizeInBytes(payload.length) : entrySizeInBytes({ value: payload, header });
+}
+
+/** writeMultiProduceMessageRequest at `at` of a buffer filled with 0xee, with its size from singleSetMultiProduceRequestBytes. */
+function writeOne(topic: string, partition: number, payload: Buffer, header: MessageHeader | undefined, at: number): { target: Buffer; size: number; end: number } {
+  const setBytes = sizeOf(payload, header);
+  const size = singleSetMultiProduceRequestBytes(topic, setBytes);
+  const target = Buffer.alloc(at + size + 5, 0xee);
+  const end = writeMultiProduceMessageRequest(target, at, topic, partition, payload, header, setBytes);
+  return { target, size, end };
+}
+
+/** The request writeMultiProduceRequest writes for the one block, and the size multiProduceRequestBytes gives it. */
+function reference(topic: string, partition: number, payload: Buffer, header: MessageHeader | undefined): { bytes: Buffer; size: number } {
+  const blocks = [{ topic, partition, payloads: [payload], ...(header === undefined ? {} : { headers: [header] }) }];
+  const setBytes: number[] = [];
+  const size = multiProduceRequestBytes(blocks, setBytes);
+  const bytes = Buffer.alloc(size);
+  writeMultiProduceRequest(bytes, 0, blocks, setBytes);
+  return { bytes, size };
+}
+
+describe('MULTIPRODUCE request of one message (writeMultiProduceMessageRequest)', () => {
+  const topics = [1, 32, 33, 249].map(topicOf);
+  const headers: Array<MessageHeader | undefined> = [undefined, { timestamp: 1_700_000_000_123, host: 'host-a' }, { key: Buffer.from('key'), timestamp: 0, host: '' }];
+  for (const topic of topics) {
+    for (const partition of [0, 2 ** 31 - 1]) {
+      for (const payloadBytes of [0, 1000]) {
+        for (const [h, header] of headers.entries()) {
+          it(`topic of ${topic.length} chars, partition ${partition}, payload ${payloadBytes} B, header ${h}: the bytes and size of writeMultiProduceRequest for the one block`, () => {
+            const payload = Buffer.alloc(payloadBytes);
+            for (let i = 0; i < payloadBytes; i++) payload[i] = (i * 13 + 7) & 0xff;
+            const ref = reference(topic, partition, payload, header);
+            const { target, size, end } = writeOne(topic, partition, payload, header, 3);
+            expect(size).toBe(ref.size);
+            expect(end).toBe(3 + size);
+            expect(target.subarray(3, end).equals(ref.bytes)).toBe(true);
+            // Nothing written outside the frame.
+            expect(target.subarray(0, 3).every((b) => b === 0xee)).toBe(true);
+            expect(target.subarray(end).every((b) => b === 0xee)).toBe(true);
+          });
+        }
+      }
+    }
+  }
+
+  it('any topic, partition, payload and header: the bytes and size of writeMultiProduceRequest, at any position', () => {
+    fc.assert(
+      fc.property(topicArb, fc.integer({ min: 0, max: 0x7fffffff }), payloadArb, headerArb, fc.nat(40), (topic, partition, payload, header, at) => {
+        const ref = reference(topic, partition, payload, header);
+        const { target, size, end } = writeOne(topic, partition, payload, header, at);
+        expect(size).toBe(ref.size);
+        expect(end).toBe(at + size);
+        expect(target.subarray(at, end).equals(ref.bytes)).toBe(true);
+        expect(target.subarray(0, at).every((b) => b === 0xee)).toBe(true);
+        expect(target.subarray(end).every((b) => b === 0xee)).toBe(true);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('singleSetMultiProduceRequestBytes throws InvalidTopic for a bad name, also right after a valid one', () => {
+    for (const bad of ['', '.', '..', 'a b', 'tópico', 'x'.repeat(250), 'a/b']) {
+      expect(singleSetMultiProduceRequestBytes('good', 10)).toBeGreaterThan(0); // the valid topic is the one last checked
+      expectProtocolError(() => singleSetMultiProduceRequestBytes(bad, 10), ErrorCode.InvalidTopic);
+      // And still after the failure: a bad name is never remembered as valid.
+      expectProtocolError(() => singleSetMultiProduceRequestBytes(bad, 10), ErrorCode.InvalidTopic);
+    }
+    expect(singleSetMultiProduceRequestBytes(topicOf(249), 10)).toBe(reference(topicOf(249), 0, Buffer.alloc(0), undefined).size);
+  });
+
+  it('a target too small, or a position past its end, is a RangeError and nothing is written', () => {
+    const payload = Buffer.alloc(100, 1);
+    const setBytes = messageSizeInBytes(payload.length);
+    const size = singleSetMultiProduceRequestBytes('topic', setBytes);
+    for (const topic of ['topic', topicOf(40)]) {
+      const need = singleSetMultiProduceRequestBytes(topic, setBytes);
+      const small = Buffer.alloc(need - 1, 0xee);
+      expect(() => writeMultiProduceMessageRequest(small, 0, topic, 0, payload, undefined, setBytes)).toThrow(RangeError);
+      expect(small.every((b) => b === 0xee)).toBe(true);
+    }
+    const target = Buffer.alloc(size + 10, 0xee);
+    expect(() => writeMultiProduceMessageRequest(target, 11, 'topic', 0, payload, undefined, setBytes)).toThrow(RangeError);
+    expect(() => writeMultiProduceMessageRequest(target, -1, 'topic', 0, payload, undefined, setBytes)).toThrow(RangeError);
+    expect(target.every((b) => b === 0xee)).toBe(true);
+  });
+
+  it('a setBytes that is not the message\'s size is a RangeError', () => {
+    const payload = Buffer.alloc(100, 1);
+    const header: MessageHeader = { timestamp: 5, host: 'h' };
+    for (const h of [undefined, header]) {
+      const right = sizeOf(payload, h);
+      for (const wrong of [right - 1, right + 1, 0, right + 100]) {
+        const target = Buffer.alloc(singleSetMultiProduceRequestBytes('t', right) + 200);
+        expect(() => writeMultiProduceMessageRequest(target, 0, 't', 0, payload, h, wrong)).toThrow(RangeError);
+      }
+      // The header counted but not given, and the other way round.
+      const target = Buffer.alloc(singleSetMultiProduceRequestBytes('t', sizeOf(payload, header)) + 200);
+      expect(() => writeMultiProduceMessageRequest(target, 0, 't', 0, payload, undefined, sizeOf(payload, header))).toThrow(RangeError);
+      expect(() => writeMultiProduceMessageRequest(target, 0, 't', 0, payload, header, messageSizeInBytes(payload.length))).toThrow(RangeError);
+    }
   });
 });
