@@ -12,7 +12,7 @@
  * then go to the log in one write.
  */
 import type { Socket } from 'node:net';
-import { ErrorCode, ProtocolError, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
+import { ErrorCode, ProtocolError, bufferView, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
 import { sendRegion, type FileRegion } from '@klog/storage';
 import { handleFireAndForget, handleRequest, ProduceRun, type BrokerContext, type ResponsePart } from './handlers/index.js';
 
@@ -78,7 +78,7 @@ export class Connection {
     if (this.buffered < total) return undefined;
     if (head.length - at < total) head = this.coalesce(total);
     const start = this.headPos;
-    const frame = head.subarray(start + frameSizeBytes, start + total);
+    const frame = bufferView(head, start + frameSizeBytes, start + total);
     if (head.length - start > total) this.headPos = start + total;
     else {
       this.chunks.shift();

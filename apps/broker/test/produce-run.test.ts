@@ -88,6 +88,35 @@ describe('fire-and-forget produce requests that arrive together', () => {
     expect(await payloadsOf('d', 0)).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
+  it('drop every set with a bad CRC wherever it is in the run (first, side by side, last), and only those', async () => {
+    broker = await startBroker({ logDir: dir, port: 0 }, silent);
+    c = await WireClient.connect(broker.port);
+    /** A set of `labels`, its message `damaged` (an index) with a wrong CRC when given. */
+    const setOf = (labels: string[], damaged?: number): Buffer => {
+      const s = Buffer.from(encodeMessageSet(labels.map((l) => Buffer.from(l))));
+      if (damaged !== undefined) {
+        let pos = 0;
+        for (let i = 0; i < damaged; i++) pos += 4 + s.readInt32BE(pos);
+        s[pos + 6]! ^= 0x40; // the crc field
+      }
+      return s;
+    };
+    const sets = [
+      setOf(['x1'], 0),
+      setOf(['a', 'b']),
+      setOf(['x2', 'x3'], 1),
+      setOf(['x4'], 0),
+      setOf(['c']),
+      setOf(['d', 'e', 'f']),
+      setOf(['x5', 'x6', 'x7'], 2),
+      setOf(['g']),
+      setOf(['x8'], 0),
+    ];
+    c.socket.write(Buffer.concat(sets.map((messages) => encodeMultiProduceRequest([{ topic: 'f', partition: 0, messages }]))));
+    expect(await payloadsOf('f', 0)).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+    expect(await broker.metrics.value('klog_messages_in_total', { topic: 'f' })).toBe(8);
+  });
+
   it('a set cut short is not joined with the set after it', async () => {
     broker = await startBroker({ logDir: dir, port: 0 }, silent);
     c = await WireClient.connect(broker.port);

@@ -182,7 +182,24 @@ function scanEachCrc(buf: Buffer, end: number, maxMessageBytes: number | undefin
 export function validateMessageSet(buf: Buffer, maxMessageBytes: number): number {
   const { count, validBytes } = walkMessageSet(buf, buf.length, maxMessageBytes);
   if (validBytes === buf.length && firstBadMessageCrc(buf, 0, validBytes) < 0) return count;
-  // Something is wrong: find the first bad message and say what.
+  throw invalidMessageSet(buf, maxMessageBytes);
+}
+
+/**
+ * {@link validateMessageSet} without the CRCs, for a caller that checks the CRCs of several sets
+ * laid end to end with one {@link firstBadMessageCrc} call afterwards (a broker appending a run
+ * of sets), and calls validateMessageSet on a set where that finds a bad one, for the error.
+ * @returns the number of messages
+ * @throws as validateMessageSet, for anything but a CRC
+ */
+export function validateMessageSetFraming(buf: Buffer, maxMessageBytes: number): number {
+  const { count, validBytes } = walkMessageSet(buf, buf.length, maxMessageBytes);
+  if (validBytes === buf.length) return count;
+  throw invalidMessageSet(buf, maxMessageBytes);
+}
+
+/** The error of a set that is not a complete set of valid messages: finds the first bad message and says what. */
+function invalidMessageSet(buf: Buffer, maxMessageBytes: number): ProtocolError {
   const scan = scanEachCrc(buf, buf.length, maxMessageBytes);
-  throw new ProtocolError(scan.tooLarge ? ErrorCode.MessageSizeTooLarge : ErrorCode.InvalidMessage, `invalid message set: ${scan.stopReason}`);
+  return new ProtocolError(scan.tooLarge ? ErrorCode.MessageSizeTooLarge : ErrorCode.InvalidMessage, `invalid message set: ${scan.stopReason}`);
 }

@@ -16,7 +16,9 @@ import {
   AckLevel,
   ErrorCode,
   encodeProduceAckResponse,
+  firstBadMessageCrc,
   validateMessageSet,
+  validateMessageSetFraming,
   type ErrorCodeValue,
   type PartitionMessages,
   type ProduceAckRequest,
@@ -62,18 +64,19 @@ function rejected(ctx: BrokerContext, p: PartitionMessages, err: unknown): void 
 /**
  * Fire-and-forget message sets in arrival order, appended by {@link flush}: consecutive sets to
  * one partition as one append (copied together into one buffer, at most {@link maxRunBytes}).
- * Every set is checked on its own first (lengths, magic, CRCs, size limit); a set that fails is
- * logged and dropped, and only it. The log sees the same bytes in the same order as with one
- * append per set.
+ * Every set is checked on its own (lengths, magic, size limit when added; every message's CRC
+ * when appended, with one {@link firstBadMessageCrc} call for the whole run, which checks each
+ * message on its own); a set that fails is logged and dropped, and only it. The log sees the same
+ * bytes in the same order as with one append per set.
  */
 export class ProduceRun {
   /** Partition of the sets gathered. */
   private topic = '';
   private partition = -1;
-  /** Sets gathered for that partition, each checked. */
+  /** Sets gathered for that partition, their framing checked, and the messages of each. */
   private sets: Buffer[] = [];
-  /** Messages and bytes in `sets`. */
-  private count = 0;
+  private counts: number[] = [];
+  /** Bytes in `sets`. */
   private bytes = 0;
 
   constructor(private readonly ctx: BrokerContext) {}
@@ -88,7 +91,7 @@ export class ProduceRun {
     const set = p.messages;
     let count: number;
     try {
-      count = validateMessageSet(set, this.ctx.config.maxMessageBytes);
+      count = validateMessageSetFraming(set, this.ctx.config.maxMessageBytes);
     } catch (err) {
       rejected(this.ctx, p, err);
       return;
@@ -106,16 +109,16 @@ export class ProduceRun {
     this.topic = p.topic;
     this.partition = p.partition;
     this.sets.push(set);
-    this.count += count;
+    this.counts.push(count);
     this.bytes += set.length;
   }
 
-  /** Appends what was gathered. */
+  /** Checks the CRCs of what was gathered and appends it, less any set with a bad CRC. */
   flush(): void {
     if (this.sets.length === 0) return;
-    const { topic, partition, sets, count, bytes } = this;
+    const { topic, partition, sets, counts, bytes } = this;
     this.sets = [];
-    this.count = 0;
+    this.counts = [];
     this.bytes = 0;
     let joined = sets[0]!;
     if (sets.length > 1) {
@@ -123,12 +126,42 @@ export class ProduceRun {
       let pos = 0;
       for (const set of sets) pos += set.copy(joined, pos);
     }
+    // Sets [first, i) from `from` on are good so far; a bad CRC cuts the run around its set.
+    let from = 0;
+    let first = 0;
+    let count = 0;
+    let bad = firstBadMessageCrc(joined, 0, bytes);
+    for (let i = 0, end = 0; bad >= 0 && i < sets.length; i++) {
+      const start = end;
+      end += sets[i]!.length;
+      if (bad >= end) {
+        count += counts[i]!;
+        continue;
+      }
+      this.append(topic, partition, joined.subarray(from, start), count);
+      try {
+        validateMessageSet(sets[i]!, this.ctx.config.maxMessageBytes);
+      } catch (err) {
+        rejected(this.ctx, { topic, partition, messages: sets[i]! }, err);
+      }
+      from = end;
+      first = i + 1;
+      count = 0;
+      bad = firstBadMessageCrc(joined, end, bytes);
+    }
+    if (bad < 0) for (let i = first; i < sets.length; i++) count += counts[i]!;
+    this.append(topic, partition, from === 0 ? joined : joined.subarray(from, bytes), count);
+  }
+
+  /** Appends `count` messages (nothing when 0). */
+  private append(topic: string, partition: number, messages: Buffer, count: number): void {
+    if (count === 0) return;
     try {
       const log = this.ctx.logs.getOrCreateLog(topic, partition);
-      log.append(joined, count);
-      this.ctx.metrics.messagesIn(topic, count, bytes);
+      log.append(messages, count);
+      this.ctx.metrics.messagesIn(topic, count, messages.length);
     } catch (err) {
-      rejected(this.ctx, { topic, partition, messages: joined }, err);
+      rejected(this.ctx, { topic, partition, messages }, err);
     }
   }
 }
