@@ -229,7 +229,8 @@ export class Connection {
 
   /**
    * {@link sendFrame} for the `bytes` bytes at `position` of {@link frameSlab}, which
-   * {@link reserveFrame} reserved and the caller wrote since.
+   * {@link reserveFrame} reserved and the caller wrote since. On a closed connection `written`
+   * is called back (in a microtask) with a KlogConnectionError.
    */
   sendReservedFrame(position: number, bytes: number, written: WrittenCallback): void {
     if (this.closed) {

@@ -255,6 +255,12 @@ export class ProducerPool {
   private readonly closing = new Set<Promise<void>>();
   /** A failure of a fire-and-forget send, reported by the next send() or flush(). */
   private asyncError: Error | undefined;
+  /**
+   * Fire-and-forget requests that failed after `asyncError` and were not logged one by one: a
+   * lost connection fails every request queued on it, which with one message per request is
+   * one per message.
+   */
+  private failedUnlogged = 0;
   private isClosed = false;
   /** Counts for the audit, with the `audit` option. */
   private readonly audit: AuditCounter | undefined;
@@ -350,11 +356,17 @@ export class ProducerPool {
   /** Throws (once) the failure of an earlier fire-and-forget request, if any, and a KlogError when closed. */
   checkOpen(): void {
     if (this.isClosed) throw new KlogError('producer is closed');
+    this.throwAsyncError();
+  }
+
+  /** Throws `asyncError` (once), first logging how many more requests failed with it unlogged. */
+  private throwAsyncError(): void {
     const e = this.asyncError;
-    if (e) {
-      this.asyncError = undefined;
-      throw e;
-    }
+    if (!e) return;
+    if (this.failedUnlogged > 0) this.logger?.warn({ requests: this.failedUnlogged }, 'more produce requests failed after the first');
+    this.asyncError = undefined;
+    this.failedUnlogged = 0;
+    throw e;
   }
 
   /**
@@ -400,11 +412,7 @@ export class ProducerPool {
   async flush(): Promise<void> {
     for (const b of this.brokers.values()) this.sendBatches(b);
     while (this.requestsInFlight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-    const e = this.asyncError;
-    if (e) {
-      this.asyncError = undefined;
-      throw e;
-    }
+    this.throwAsyncError();
   }
 
   /**
@@ -648,8 +656,10 @@ export class ProducerPool {
   /** A request failed: with acks 0 the error waits for the next send or flush; with acks 1-2 its records' send() calls reject. */
   private failed(broker: BrokerState, batches: readonly PartitionBatch[], e: Error): void {
     if (this.acks === 0) {
-      this.logger?.warn({ broker: broker.address, err: e.message }, 'produce request failed');
-      this.asyncError ??= e;
+      if (this.asyncError === undefined) {
+        this.logger?.warn({ broker: broker.address, err: e.message }, 'produce request failed');
+        this.asyncError = e;
+      } else this.failedUnlogged++;
       return;
     }
     for (const b of batches) for (const p of b.placements) failCall(p.call, e);

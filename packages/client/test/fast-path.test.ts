@@ -306,7 +306,9 @@ describe('one message per request (batchSize 1, acks 0, no compression)', () => 
 
   it('a connection the broker drops mid-stream fails flush() with KlogConnectionError, settles every counter to 0, and close() does not hang', async () => {
     const srv = await pausedServer();
-    const pool = new ProducerPool({ batchSize: 1, acks: 0, lingerMs: 0, maxInFlightBytes });
+    const warnings: { fields: Record<string, unknown>; msg?: string }[] = [];
+    const logger = { warn: (fields: object, msg?: string) => void warnings.push({ fields: fields as Record<string, unknown>, msg }), debug: () => {} };
+    const pool = new ProducerPool({ batchSize: 1, acks: 0, lingerMs: 0, maxInFlightBytes, logger });
     const target = targetOf(pool, srv.port);
     const payloads = Array.from({ length: 20_000 }, (_, i) => patterned(i, i % 997 === 500 ? big : sizes[i % sizes.length]!));
     const sending = pool.send(Array<typeof target>(payloads.length).fill(target), payloads, Array<object>(payloads.length).fill({})).catch((e: unknown) => e);
@@ -318,6 +320,11 @@ describe('one message per request (batchSize 1, acks 0, no compression)', () => 
     const flushed = await pool.flush().catch((e: unknown) => e);
     expect(sendResult instanceof KlogConnectionError || flushed instanceof KlogConnectionError).toBe(true);
     expect(counters(pool, target)).toEqual({ inFlightBytes: 0, requestsInFlight: 0, brokerRequestsInFlight: 0 });
+    // The many requests the lost connection failed are logged as the first one and a count, not one line each.
+    expect(warnings.filter((w) => w.msg === 'produce request failed')).toHaveLength(1);
+    const more = warnings.filter((w) => w.msg === 'more produce requests failed after the first');
+    expect(more).toHaveLength(1);
+    expect(more[0]!.fields.requests).toBeGreaterThan(10);
     let closed = false;
     const closing = pool.close().catch(() => undefined).then(() => (closed = true));
     await until(() => closed, 2000, 'close()');

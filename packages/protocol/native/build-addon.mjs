@@ -22,7 +22,9 @@ import { dirname, join } from 'node:path';
  */
 export function buildAddon({ root, target, what, fallback, missing }) {
   const name = createRequire(join(root, 'package.json'))('./package.json').name;
-  const say = (msg) => process.stderr.write(`${name}: ${msg}; ${fallback}\n`);
+  const addon = join('build', 'Release', `${target}.node`);
+  // An addon built before stays where it is, and is what klog loads: say so rather than the fallback.
+  const say = (msg) => process.stderr.write(`${name}: ${msg}; ${existsSync(join(root, addon)) ? `the ${addon} built before stays in use` : fallback}\n`);
   try {
     if (process.env.KLOG_SKIP_NATIVE === '1') return say(`KLOG_SKIP_NATIVE=1: not building ${what}`);
     if (process.platform !== 'linux') return say(`no ${what} on ${process.platform}`);
@@ -38,7 +40,7 @@ export function buildAddon({ root, target, what, fallback, missing }) {
     const prefix = dirname(dirname(process.execPath));
     if (existsSync(join(prefix, 'include', 'node', 'node_api.h'))) args.push(`--nodedir=${prefix}`);
     const r = spawnSync(process.execPath, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 });
-    if (r.status === 0 && existsSync(join(root, 'build', 'Release', `${target}.node`))) return;
+    if (r.status === 0 && existsSync(join(root, addon))) return;
     say(`building ${what} failed (${r.error?.message ?? `exit ${r.status}`})`);
   } catch (err) {
     say(`building ${what} failed (${err instanceof Error ? err.message : String(err)})`);

@@ -130,11 +130,25 @@ export function crc32Ieee(bytes: Uint8Array): number {
   return crcAddon !== undefined ? crcAddon.crc32(bytes, 0, bytes.length) : zlibCrc32(bytes) >>> 0;
 }
 
-/** CRC-32 (IEEE) of `buf[start, end)`, without making a view of it when it is short or the addon is loaded. */
+/**
+ * CRC-32 (IEEE) of `buf[start, end)`, without making a view of it when it is short or the addon is loaded.
+ * @throws RangeError unless `0 <= start <= end <= buf.length`, in integers
+ */
 export function crc32Range(buf: Uint8Array, start: number, end: number): number {
+  checkCrcRange(buf, start, end);
   if (end - start < smallCrcBytes) return crc32Extend(0, buf, start, end);
   if (crcAddon !== undefined) return crcAddon.crc32(buf, start, end);
   return zlibCrc32(buf.subarray(start, end)) >>> 0;
+}
+
+/**
+ * Checks that `[start, end)` is a range of `buf`, as the CRC addon does on its side.
+ * @throws RangeError unless `0 <= start <= end <= buf.length`, in integers
+ */
+export function checkCrcRange(buf: Uint8Array, start: number, end: number): void {
+  if (!(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && start <= end && end <= buf.length)) {
+    throw new RangeError(`range [${start}, ${end}) is not within the ${buf.length} bytes`);
+  }
 }
 
 /** `a(x) · b(x) mod P(x)`, both in the reflected bit order of the CRC (zlib's `multmodp`). */

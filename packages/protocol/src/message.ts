@@ -11,7 +11,7 @@
  * ```
  */
 import { bufferView } from './buffer-view.js';
-import { crc32Ieee, crc32Range, crcAddon } from './crc32.js';
+import { checkCrcRange, crc32Ieee, crc32Range, crcAddon } from './crc32.js';
 import { ErrorCode, ProtocolError } from './errors.js';
 
 /** Bytes of the length field. */
@@ -79,10 +79,12 @@ function writeCrc(target: Uint8Array, position: number, crc: number): void {
 /**
  * Stores in each message of `buf[start, end)` the CRC of its payload: one call into the CRC
  * addon for them all where it is loaded (crc32.ts), one CRC per message otherwise.
- * @throws RangeError when `buf[start, end)` is not a run of whole messages (lengths checked only)
+ * @throws RangeError when `buf[start, end)` is not a run of whole messages (lengths checked only;
+ *   the messages before the fault are written) or not a range of `buf`
  */
 export function writeMessageCrcs(buf: Buffer, start: number, end: number): void {
   if (crcAddon !== undefined) return crcAddon.writeCrcs(buf, start, end);
+  checkCrcRange(buf, start, end);
   for (let pos = start; pos < end; ) {
     const size = wholeMessageSize(buf, pos, end);
     writeCrc(buf, pos, crc32Range(buf, pos + messageOverheadBytes, pos + size));
@@ -93,12 +95,14 @@ export function writeMessageCrcs(buf: Buffer, start: number, end: number): void 
 /**
  * The first message of `buf[start, end)` whose crc field is not its payload's CRC, each message
  * checked on its own: one call into the CRC addon where it is loaded (crc32.ts), one CRC per
- * message otherwise.
+ * message otherwise. It stops there: the lengths of the messages after it are not looked at.
  * @returns its position in `buf`, or -1 when every message's CRC is right
  * @throws RangeError when `buf[start, end)` is not a run of whole messages (lengths checked only)
+ *   or not a range of `buf`
  */
 export function firstBadMessageCrc(buf: Buffer, start: number, end: number): number {
   if (crcAddon !== undefined) return crcAddon.firstBadCrc(buf, start, end);
+  checkCrcRange(buf, start, end);
   for (let pos = start; pos < end; ) {
     const size = wholeMessageSize(buf, pos, end);
     if (crc32Range(buf, pos + messageOverheadBytes, pos + size) !== buf.readUInt32BE(pos + 6)) return pos;

@@ -238,4 +238,21 @@ describe('writeMessageCrcs and firstBadMessageCrc', () => {
     expect(() => firstBadMessageCrc(long, 0, long.length)).toThrow(RangeError);
     expect(firstBadMessageCrc(s, 0, 0)).toBe(-1);
   });
+
+  it('refuse, as crc32Range does, a range that is not within the buffer, on either path', () => {
+    const s = encodeMessageSet([Buffer.alloc(20, 1)]);
+    for (const [start, end] of [
+      [5, 2],
+      [0, s.length + 1],
+      [-1, 10],
+      [0.5, 10],
+      [0, Number.NaN],
+    ] as const) {
+      expect(() => firstBadMessageCrc(s, start, end)).toThrow(RangeError);
+      expect(() => writeMessageCrcs(Buffer.from(s), start, end)).toThrow(RangeError);
+      expect(() => crc32Range(s, start, end)).toThrow(RangeError);
+    }
+    expect(() => crc32Range(s, 0, s.length + 100)).toThrow(RangeError); // over the addon's threshold too
+    expect(() => crc32Range(Buffer.alloc(200), 100, 201)).toThrow(RangeError);
+  });
 });
