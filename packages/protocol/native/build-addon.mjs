@@ -21,7 +21,8 @@ import { dirname, join } from 'node:path';
  * @param {() => string | undefined} [o.missing] why the build cannot run here, checked first
  */
 export function buildAddon({ root, target, what, fallback, missing }) {
-  const name = createRequire(join(root, 'package.json'))('./package.json').name;
+  const require = createRequire(join(root, 'package.json'));
+  const name = require('./package.json').name;
   const addon = join('build', 'Release', `${target}.node`);
   // An addon built before stays where it is, and is what klog loads: say so rather than the fallback.
   const say = (msg) => process.stderr.write(`${name}: ${msg}; ${existsSync(join(root, addon)) ? `the ${addon} built before stays in use` : fallback}\n`);
@@ -32,7 +33,7 @@ export function buildAddon({ root, target, what, fallback, missing }) {
     if (why !== undefined) return say(`not building ${what}: ${why}`);
     let nodeGyp;
     try {
-      nodeGyp = createRequire(join(root, 'package.json')).resolve('node-gyp/bin/node-gyp.js');
+      nodeGyp = require.resolve('node-gyp/bin/node-gyp.js');
     } catch {
       return say(`node-gyp is not installed, so no ${what}`);
     }

@@ -135,9 +135,10 @@ export function crc32Ieee(bytes: Uint8Array): number {
  * @throws RangeError unless `0 <= start <= end <= buf.length`, in integers
  */
 export function crc32Range(buf: Uint8Array, start: number, end: number): number {
+  // The addon checks the range itself; the JavaScript paths check it here.
+  if (crcAddon !== undefined && end - start >= smallCrcBytes) return crcAddon.crc32(buf, start, end);
   checkCrcRange(buf, start, end);
   if (end - start < smallCrcBytes) return crc32Extend(0, buf, start, end);
-  if (crcAddon !== undefined) return crcAddon.crc32(buf, start, end);
   return zlibCrc32(buf.subarray(start, end)) >>> 0;
 }
 

@@ -180,8 +180,8 @@ function scanEachCrc(buf: Buffer, end: number, maxMessageBytes: number | undefin
  *   anything else (bad length, magic, CRC, or a partial trailing message)
  */
 export function validateMessageSet(buf: Buffer, maxMessageBytes: number): number {
-  const { count, validBytes } = walkMessageSet(buf, buf.length, maxMessageBytes);
-  if (validBytes === buf.length && firstBadMessageCrc(buf, 0, validBytes) < 0) return count;
+  const count = validateMessageSetFraming(buf, maxMessageBytes);
+  if (firstBadMessageCrc(buf, 0, buf.length) < 0) return count;
   throw invalidMessageSet(buf, maxMessageBytes);
 }
 
