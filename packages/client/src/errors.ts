@@ -99,6 +99,24 @@ export class OffsetOutOfRangeError extends KlogBrokerError {
 }
 
 /**
+ * A broker rejected a record whose message is larger than its `max.message.bytes` (code
+ * MessageSizeTooLarge, docs/format.md §11): `payloadBytes` is what the broker measured (the
+ * message after its magic and CRC, metadata header included), `maxMessageBytes` its limit.
+ */
+export class RecordTooLargeError extends KlogBrokerError {
+  override readonly name: string = 'RecordTooLargeError';
+  constructor(
+    where: ErrorLocation,
+    /** Bytes of the message's payload, metadata header included. */
+    readonly payloadBytes: number,
+    /** The broker's max.message.bytes. */
+    readonly maxMessageBytes: number,
+  ) {
+    super(ErrorCode.MessageSizeTooLarge, where, `a message of ${payloadBytes} bytes is over the broker's limit of ${maxMessageBytes} bytes (max.message.bytes)`);
+  }
+}
+
+/**
  * The message at `offset` is `size` bytes (length field included), more than the consumer may
  * fetch in one request (`maxFetchBytes`). Raise the consumer's cap to read it (SPEC §3).
  */

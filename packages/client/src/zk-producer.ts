@@ -33,21 +33,10 @@ import { type BrokerInfo, silentLogger, ZkClient, type ZkLogger } from '@klog/zk
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
-import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
+import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, toBuffer } from './producer-pool.js';
 
-/** One record to send. */
-export interface ZkProducerRecord {
-  /** The message payload; a string is sent as its UTF-8 bytes. */
-  readonly value: Buffer | string;
-  /**
-   * Chooses the partition through the partitioner over the sorted (broker, partition) list;
-   * stored in the message with {@link ZkProducerOptions.stampMetadata}. At most 65535 bytes then.
-   */
-  readonly key?: Buffer | string;
-  /** Creation time, ms since the epoch, stored with stampMetadata (default: the time of the send call). Only with stampMetadata. */
-  readonly timestamp?: number;
-  /** The producing host stored with stampMetadata (default: the producer's metadataHost), e.g. to keep a copied message's origin. Only with stampMetadata. */
-  readonly host?: string;
+/** One record to send: the {@link RecordFields} both producers take, and how to name a partition. */
+export interface ZkProducerRecord extends RecordFields {
   /** With `partition`: send to this broker's partition; overrides `key`. */
   readonly brokerId?: number;
   /** With `brokerId`: the partition number on that broker. */
