@@ -219,7 +219,8 @@ export class ZkProducer {
       const started = this.started;
       if (started) {
         const s = await started.catch(() => undefined);
-        s?.info.close();
+        // In order: the watches and their running callbacks, then the session they read through.
+        await s?.info.close();
         await s?.zk.close();
       }
     }
@@ -238,12 +239,12 @@ export class ZkProducer {
         try {
           await info.start();
         } catch (error) {
-          info.close();
+          await info.close();
           await zk.close();
           throw error;
         }
         if (this.closing) {
-          info.close();
+          await info.close();
           await zk.close();
           throw new KlogError('producer is closed');
         }
