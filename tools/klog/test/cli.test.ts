@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startBroker, type Broker } from '@klog/broker';
+import { Producer } from '@klog/client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -94,6 +95,10 @@ describe('klog', () => {
   }, 30_000);
 
   it('consume waits for data, then exits 0 after the idle timeout', async () => {
+    // The topic exists (a METADATA request creates it) and is empty; a missing one is an error (consume-io.test.ts).
+    const creator = new Producer({ brokerList: address });
+    await creator.partitionCount('empty');
+    await creator.close();
     const started = Date.now();
     const c = await klog(['consume', '--broker', address, '--topic', 'empty', '--offset', 'latest', '--idle-timeout-ms', '800']);
     expect(c.code, c.stderr).toBe(0);

@@ -103,8 +103,9 @@ function tooLarge(b: PartitionBatch, where: { topic: string; partition: number; 
     return;
   }
   const again: number[] = [];
+  // Decided by size alone: a record whose call already failed (another record of it was too
+  // large) is still stored, as it would have been in a set of its own.
   b.placements.forEach((p, i) => {
-    if (p.call.settled) return;
     if (payloadBytes(p) > limit) failCall(p.call, new RecordTooLargeError(where, payloadBytes(p), limit));
     else again.push(i);
   });

@@ -205,6 +205,8 @@ async function produce(opts: ProduceOptions): Promise<void> {
     process.off('SIGTERM', onSignal);
     if (!closed) await producer.close().catch(() => {});
   }
+  // Nothing read (the input or the producer failed first): the error alone says it.
+  if (fatal !== undefined && tally.sent === 0) throw fatal;
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const r = rate(tally.sent, tally.bytes, seconds);
   const unacknowledged = tally.sent - tally.acknowledged - tally.failed;
