@@ -66,6 +66,7 @@ export {
   type PartitionTarget,
   type PooledBroker,
   type RecordFields,
+  type SendOptions,
   type SendResult,
   toBuffer,
 } from './producer/types.js';
@@ -276,6 +277,9 @@ export class ProducerPool {
    * target's meta; with acks 1 or 2 resolves once every record is acknowledged, with its
    * offsets. Records to one partition keep their order.
    * @param records parallel to `payloads`: each record's key, timestamp and host (written with stampMetadata)
+   * @param each acks 1-2: settle per record, resolving once every record is acknowledged or
+   *   failed, a failed record's result being its error (KlogBrokerError, KlogConnectionError),
+   *   instead of rejecting at the first failure
    * @throws RangeError (before anything is batched) for a key or host over 65535 bytes or a
    *   timestamp that is not a safe integer with stampMetadata, or a timestamp or host without it; KlogError when
    *   the pool closes meanwhile; KlogBrokerError (RecordTooLargeError for a record over the
@@ -285,19 +289,20 @@ export class ProducerPool {
     targets: readonly PartitionTarget<M>[],
     payloads: readonly Buffer[],
     records: readonly StampedFields[],
-  ): Promise<SendResult<M>[]> {
+    each = false,
+  ): Promise<Array<SendResult<M> | Error>> {
     const headers = stampHeaders(records, this.stampMetadata, this.metadataHost, Date.now());
     let call: SendCall | undefined;
     let acked: Promise<unknown[]> | undefined;
-    if (this.acks !== 0 && payloads.length > 0) ({ call, done: acked } = newSendCall(payloads.length));
+    if (this.acks !== 0 && payloads.length > 0) ({ call, done: acked } = newSendCall(payloads.length, each));
     for (let i = 0; i < payloads.length; i++) {
       while (this.inFlightBytes >= this.maxInFlightBytes) await this.waitForRoom();
       if (this.isClosed) throw new KlogError('producer closed while sending');
       this.append(targets[i]!, payloads[i]!, headers?.[i], call, i);
     }
-    const results = acked ? ((await acked) as SendResult<M>[]) : targets.map((t) => t.meta);
+    const results = acked ? ((await acked) as Array<SendResult<M> | Error>) : targets.map((t) => t.meta);
     // With audit every record has a header (stamping is on); the counter skips the audit topic.
-    if (this.audit) for (let i = 0; i < targets.length; i++) this.audit.count(targets[i]!.meta.topic, headers![i]!.timestamp!);
+    if (this.audit) for (let i = 0; i < targets.length; i++) if (!(results[i] instanceof Error)) this.audit.count(targets[i]!.meta.topic, headers![i]!.timestamp!);
     return results;
   }
 

@@ -14,9 +14,9 @@
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
-import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, toBuffer } from './producer-pool.js';
+import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
 
-export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes, type Logger, type RecordFields } from './producer-pool.js';
+export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes, type Logger, type RecordFields, type SendOptions } from './producer-pool.js';
 
 /** One record to send: the {@link RecordFields} both producers take, and how to name a partition. */
 export interface ProducerRecord extends RecordFields {
@@ -111,12 +111,14 @@ export class Producer {
    * in a batch (waiting first while {@link ProducerOptions.maxInFlightBytes} are batched or in
    * flight); with acks 1 or 2 resolves once every record is acknowledged, with its offset.
    * Records sent to one partition keep their order.
-   * @returns one RecordMetadata per record, in the order given
+   * @returns one RecordMetadata per record, in the order given (with `settle: 'each'`, an Error for each failed record)
    * @throws ProtocolError (InvalidTopic) for a bad topic name; RangeError for a partition outside
    *   0..N-1, or a key or timestamp that cannot be stored (see ProducerPool.send); KlogConnectionError or KlogBrokerError from the metadata request, from an
    *   acknowledgement (acks 1-2), or (acks 0) a failure of an earlier fire-and-forget request
    */
-  async send(topic: string, records: readonly ProducerRecord[]): Promise<RecordMetadata[]> {
+  send(topic: string, records: readonly ProducerRecord[], options?: SendOptions & { settle?: 'all' }): Promise<RecordMetadata[]>;
+  send(topic: string, records: readonly ProducerRecord[], options: SendOptions): Promise<Array<RecordMetadata | Error>>;
+  async send(topic: string, records: readonly ProducerRecord[], options?: SendOptions): Promise<Array<RecordMetadata | Error>> {
     this.pool.checkOpen();
     validateTopic(topic);
     const partitions = await this.partitionsOf(topic);
@@ -135,7 +137,7 @@ export class Producer {
       else targets[i] = partitions[randomPartition(n)]!;
       payloads[i] = toBuffer(r.value);
     }
-    return this.pool.send(targets, payloads, records);
+    return this.pool.send(targets, payloads, records, options?.settle === 'each');
   }
 
   /**

@@ -33,7 +33,7 @@ import { type BrokerInfo, silentLogger, ZkClient, type ZkLogger } from '@klog/zk
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
-import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, toBuffer } from './producer-pool.js';
+import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
 
 /** One record to send: the {@link RecordFields} both producers take, and how to name a partition. */
 export interface ZkProducerRecord extends RecordFields {
@@ -159,14 +159,16 @@ export class ZkProducer {
    * is chosen). With acks 0 resolves once every record is batched; with acks 1 or 2 once every
    * record is acknowledged, with its offsets. Records sent to one partition keep their order.
    * Nothing of a call is sent when one of its records cannot be placed.
-   * @returns one ZkRecordMetadata per record, in the order given
+   * @returns one ZkRecordMetadata per record, in the order given (with `settle: 'each'`, an Error for each failed record, see SendOptions)
    * @throws ProtocolError (InvalidTopic) for a bad topic name; PartitionUnavailableError for a
    *   keyed or named record whose partition's broker is down; RangeError for a named partition
    *   the topic does not have, or a key or timestamp that cannot be stored (see ProducerPool.send); KlogError when no partition of the topic is live;
    *   KlogConnectionError or KlogBrokerError from an acknowledgement (acks 1-2), or (acks 0)
    *   a failure of an earlier fire-and-forget request
    */
-  async send(topic: string, records: readonly ZkProducerRecord[]): Promise<ZkRecordMetadata[]> {
+  send(topic: string, records: readonly ZkProducerRecord[], options?: SendOptions & { settle?: 'all' }): Promise<ZkRecordMetadata[]>;
+  send(topic: string, records: readonly ZkProducerRecord[], options: SendOptions): Promise<Array<ZkRecordMetadata | Error>>;
+  async send(topic: string, records: readonly ZkProducerRecord[], options?: SendOptions): Promise<Array<ZkRecordMetadata | Error>> {
     this.pool.checkOpen();
     validateTopic(topic);
     const { info } = await this.start();
@@ -193,6 +195,7 @@ export class ZkProducer {
       targets,
       records.map((r) => toBuffer(r.value)),
       records,
+      options?.settle === 'each',
     );
   }
 

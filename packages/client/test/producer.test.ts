@@ -219,6 +219,13 @@ describe('Producer: a record over the broker\'s max.message.bytes', () => {
     await expect(p.send('sized2', [{ value: 'a', partition: 0 }, { value: 'y'.repeat(1001), partition: 0 }, { value: 'b', partition: 0 }])).rejects.toBeInstanceOf(RecordTooLargeError);
     await p.flush();
     expect(await stored('sized2')).toEqual(['a', 'b']);
+    // settle 'each': the call resolves with each record's result, the oversize one's being its error.
+    const each = await p.send('sized3', [{ value: 'c', partition: 0 }, { value: 'z'.repeat(1500), partition: 0 }, { value: 'd', partition: 0 }], { settle: 'each' });
+    expect(each[0]).toMatchObject({ topic: 'sized3', partition: 0, offset: 0 });
+    expect(each[1]).toBeInstanceOf(RecordTooLargeError);
+    expect((each[1] as RecordTooLargeError).payloadBytes).toBe(1500);
+    expect(each[2]).toMatchObject({ topic: 'sized3', partition: 0 });
+    expect(await stored('sized3')).toEqual(['c', 'd']);
     await p.close();
   });
 });

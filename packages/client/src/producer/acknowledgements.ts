@@ -16,25 +16,53 @@ import type { PartitionBatch, Placement, SendCall } from './types.js';
 /** Sends the given records of a rejected batch again (see the file comment). */
 export type Resend = (batch: PartitionBatch, indexes: readonly number[]) => void;
 
-/** A send() call whose records go to `count` placements, resolving or rejecting once. */
-export function newSendCall(count: number): { call: SendCall; done: Promise<unknown[]> } {
+/**
+ * A send() call of `count` records: resolving once every record is acknowledged, rejecting at
+ * the first failure; with `each`, resolving once every record is acknowledged or failed, a
+ * failed record's result being its error.
+ */
+export function newSendCall(count: number, each: boolean): { call: SendCall; done: Promise<unknown[]> } {
   let call!: SendCall;
   const done = new Promise<unknown[]>((resolve, reject) => {
-    call = { results: new Array<unknown>(count), remaining: count, settled: false, resolve, reject };
+    call = { results: new Array<unknown>(count), remaining: count, settled: false, each, resolve, reject };
   });
   return { call, done };
 }
 
-/** Rejects the call with `e` unless it is settled. */
-export function failCall(call: SendCall, e: Error): void {
+/** The record of `p` failed with `e` (once; see {@link newSendCall}). */
+export function failPlacement(p: Placement, e: Error): void {
+  if (p.done) return;
+  p.done = true;
+  const call = p.call;
   if (call.settled) return;
-  call.settled = true;
-  call.reject(e);
+  if (!call.each) {
+    call.settled = true;
+    call.reject(e);
+    return;
+  }
+  call.results[p.index] = e;
+  if (--call.remaining === 0) {
+    call.settled = true;
+    call.resolve(call.results);
+  }
 }
 
-/** Rejects the calls of every record of `batches` with `e`. */
+/** The record of `p` is acknowledged with `result` (once). */
+function acknowledge(p: Placement, result: unknown): void {
+  if (p.done) return;
+  p.done = true;
+  const call = p.call;
+  if (call.settled) return;
+  call.results[p.index] = result;
+  if (--call.remaining === 0) {
+    call.settled = true;
+    call.resolve(call.results);
+  }
+}
+
+/** Fails every record of `batches` with `e`. */
 export function failBatches(batches: readonly PartitionBatch[], e: Error): void {
-  for (const b of batches) for (const p of b.placements) failCall(p.call, e);
+  for (const b of batches) for (const p of b.placements) failPlacement(p, e);
 }
 
 /**
@@ -78,15 +106,11 @@ export function settleAcks(
       continue;
     }
     b.placements.forEach((p, i) => {
-      if (p.call.settled) return;
+      if (p.done || p.call.settled) return;
       // A wrapper's records all sit at its offset; only the last one moves past it (see ProducerPool).
       const offset = compressed ? r.offset : r.offset + p.position;
       const nextOffset = compressed ? (i === b.placements.length - 1 ? r.nextOffset : r.offset) : offset + p.size;
-      p.call.results[p.index] = { ...b.meta, offset, nextOffset };
-      if (--p.call.remaining === 0) {
-        p.call.settled = true;
-        p.call.resolve(p.call.results);
-      }
+      acknowledge(p, { ...b.meta, offset, nextOffset });
     });
   }
 }
@@ -106,13 +130,17 @@ function tooLarge(b: PartitionBatch, where: { topic: string; partition: number; 
   // Decided by size alone: a record whose call already failed (another record of it was too
   // large) is still stored, as it would have been in a set of its own.
   b.placements.forEach((p, i) => {
-    if (payloadBytes(p) > limit) failCall(p.call, new RecordTooLargeError(where, payloadBytes(p), limit));
+    if (p.done) return;
+    if (payloadBytes(p) > limit) failPlacement(p, new RecordTooLargeError(where, payloadBytes(p), limit));
     else again.push(i);
   });
   // Nothing over the limit (it changed meanwhile, or the sizes disagree): sending again would loop.
-  if (again.length === b.placements.length) {
+  if (again.length > 0 && again.length === b.placements.length) {
     failBatches([b], new KlogBrokerError(ErrorCode.MessageSizeTooLarge, where, `produce rejected: a message is over the broker's max.message.bytes ${limit}`));
     return;
   }
-  if (again.length > 0) resend(b, again);
+  if (again.length === 0) return;
+  // These placements are done here: their records settle in the batches they are placed in again.
+  for (const i of again) b.placements[i]!.done = true;
+  resend(b, again);
 }

@@ -37,7 +37,7 @@ export class RecordAccumulator {
       b.lastTarget = target;
       b.lastBatch = batch;
     }
-    if (call) batch.placements.push({ call, index, position: batch.bytes, size });
+    if (call) batch.placements.push({ call, done: false, index, position: batch.bytes, size });
     if (header !== undefined) (batch.headers ??= new Array<MessageHeader | undefined>(batch.payloads.length)).push(header);
     else batch.headers?.push(undefined);
     batch.payloads.push(payload);

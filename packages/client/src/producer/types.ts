@@ -32,6 +32,17 @@ export interface RecordFields {
   readonly host?: string;
 }
 
+/** Options of one send call. */
+export interface SendOptions {
+  /**
+   * `'all'` (default): resolve once every record is acknowledged, reject at the first failure.
+   * `'each'` (acks 1-2): resolve once every record is acknowledged or failed, with each failed
+   * record's error (KlogBrokerError, KlogConnectionError) in its place, so one rejected record
+   * (e.g. over the broker's max.message.bytes, RecordTooLargeError) fails alone.
+   */
+  readonly settle?: 'all' | 'each';
+}
+
 /** What the pool knows of a record's partition: at least its topic and a partition number for messages. */
 export interface PartitionMeta {
   readonly topic: string;
@@ -64,9 +75,12 @@ export interface PartitionTarget<M extends PartitionMeta> {
 
 /** One send() call waiting for its acknowledgements (acks 1-2). */
 export interface SendCall {
+  /** Each record's result; with `each`, a failed record's is its Error. */
   readonly results: unknown[];
   remaining: number;
   settled: boolean;
+  /** Settle per record (the call resolves once every record is acknowledged or failed) rather than reject at the first failure. */
+  readonly each: boolean;
   readonly resolve: (r: unknown[]) => void;
   readonly reject: (e: Error) => void;
 }
@@ -74,6 +88,8 @@ export interface SendCall {
 /** A record of a SendCall placed in a partition batch. */
 export interface Placement {
   readonly call: SendCall;
+  /** Set once this placement settled its record (acknowledged, failed, or placed again in another batch). */
+  done: boolean;
   readonly index: number;
   /** Bytes before this message in the batch's message set. */
   readonly position: number;

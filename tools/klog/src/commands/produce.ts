@@ -2,7 +2,8 @@
  * `klog produce`: one message per line of stdin or a file (docs/design.md §5, §6), sent with a
  * Producer over `--broker-list`, or with a ZkProducer that finds the brokers in `--zookeeper`.
  *
- * Each line is handed to the producer as it arrives (its own send call), so `tail -f app.log |
+ * Each line is handed to the producer as it arrives (the lines of each chunk read in one send
+ * call, each acknowledged on its own), so `tail -f app.log |
  * klog produce` and lines typed at a terminal go out at once, batched only by `--batch-size` and
  * `--linger-ms`. Each line's acknowledgement is its own: a line the broker rejects (a message over
  * its max.message.bytes) is reported by its number and the others are stored; the exit code is
@@ -16,7 +17,7 @@
  */
 import { createReadStream } from 'node:fs';
 import type { Command } from 'commander';
-import { defaultAuditTopic, defaultAuditWindowMs, KlogBrokerError, KlogError, Producer, type ProducerRecord, ZkProducer } from '@klog/client';
+import { defaultAuditTopic, defaultAuditWindowMs, KlogBrokerError, KlogError, Producer, type ProducerRecord, type SendOptions, ZkProducer } from '@klog/client';
 import { parseZkConnect } from '../cluster.js';
 import { readLineGroupsUntil } from '../lines.js';
 import { createLogger } from '../logger.js';
@@ -75,7 +76,7 @@ export function registerProduce(program: Command): void {
 
 /** What produce needs of either producer. */
 interface LineProducer {
-  send(topic: string, records: readonly ProducerRecord[]): Promise<unknown>;
+  send(topic: string, records: readonly ProducerRecord[], options: SendOptions): Promise<unknown[]>;
   flush(): Promise<void>;
   close(): Promise<void>;
 }
@@ -142,35 +143,50 @@ async function produce(opts: ProduceOptions): Promise<void> {
   let idleWaiter: (() => void) | undefined;
   /** The first failure not tied to a line (the connection, ZooKeeper): it ends the command. */
   let fatal: Error | undefined;
-  const settle = (): void => {
-    pending--;
+  const settle = (lines: number): void => {
+    pending -= lines;
     if (pending < maxPendingLines && roomWaiter) roomWaiter();
     if (pending === 0 && idleWaiter) idleWaiter();
   };
-  const sendLine = (record: ProducerRecord, lineNumber: number): void => {
-    pending++;
-    producer.send(opts.topic, [record]).then(
-      () => {
-        tally.acknowledged++;
-        settle();
+  /**
+   * Line `lineNumber` failed with `e`: its own fault (the broker rejected it, or it cannot be
+   * stored: a RangeError) or not (then no use reading on).
+   */
+  const lineFailed = (lineNumber: number, e: unknown): void => {
+    tally.failed++;
+    tally.failedLines.push(lineNumber);
+    if (e instanceof KlogBrokerError || e instanceof RangeError) {
+      if (tally.failed <= maxReportedFailures) printLine(`klog produce: line ${lineNumber}: ${oneLine(e)}`);
+      if (opts.stopOnError && !stop.signal.aborted) {
+        why ??= `line ${lineNumber} failed (--stop-on-error)`;
+        stop.abort();
+      }
+    } else {
+      // Not the line's own fault (the connection, the registry, the producer closed): no use reading on.
+      fatal ??= e as Error;
+      stop.abort();
+    }
+  };
+  /**
+   * Sends the lines read together in one call, each acknowledged on its own (settle 'each').
+   * A record the producer refuses before sending (a RangeError: a key too long to store) fails
+   * the whole call: its lines are then sent one by one, to name the line.
+   */
+  const sendLines = (records: ProducerRecord[], firstLine: number): void => {
+    pending += records.length;
+    producer.send(opts.topic, records, { settle: 'each' }).then(
+      (results) => {
+        results.forEach((r, i) => {
+          if (r instanceof Error) lineFailed(firstLine + i, r);
+          else tally.acknowledged++;
+        });
+        settle(records.length);
       },
       (e: unknown) => {
-        if (e instanceof KlogBrokerError) {
-          tally.failed++;
-          tally.failedLines.push(lineNumber);
-          if (tally.failed <= maxReportedFailures) printLine(`klog produce: line ${lineNumber}: ${oneLine(e)}`);
-          if (opts.stopOnError && !stop.signal.aborted) {
-            why ??= `line ${lineNumber} failed (--stop-on-error)`;
-            stop.abort();
-          }
-        } else {
-          // Not the line's own fault (the connection, the registry, the producer closed): no use reading on.
-          tally.failed++;
-          tally.failedLines.push(lineNumber);
-          fatal ??= e as Error;
-          stop.abort();
-        }
-        settle();
+        if (e instanceof RangeError && records.length > 1) records.forEach((r, i) => sendLines([r], firstLine + i));
+        else if (e instanceof RangeError) lineFailed(firstLine, new RangeError(e.message.replace(/^record 0: /, '')));
+        else for (let i = 0; i < records.length; i++) lineFailed(firstLine + i, e);
+        settle(records.length);
       },
     );
   };
@@ -178,12 +194,11 @@ async function produce(opts: ProduceOptions): Promise<void> {
   try {
     let lineNumber = 0;
     for await (const lines of readLineGroupsUntil(input, stop.signal)) {
-      for (const line of lines) {
-        lineNumber++;
-        sendLine(toRecord(line, separator, opts.partition), lineNumber);
-        tally.sent++;
-        tally.bytes += line.length;
-      }
+      const records = lines.map((line) => toRecord(line, separator, opts.partition));
+      sendLines(records, lineNumber + 1);
+      lineNumber += lines.length;
+      tally.sent += lines.length;
+      for (const line of lines) tally.bytes += line.length;
       if (pending >= maxPendingLines) await new Promise<void>((resolve) => (roomWaiter = resolve)).finally(() => (roomWaiter = undefined));
       if (stop.signal.aborted) break;
     }
