@@ -302,7 +302,9 @@ export class ProducerPool {
     }
     const results = acked ? ((await acked) as Array<SendResult<M> | Error>) : targets.map((t) => t.meta);
     // With audit every record has a header (stamping is on); the counter skips the audit topic.
-    if (this.audit) for (let i = 0; i < targets.length; i++) if (!(results[i] instanceof Error)) this.audit.count(targets[i]!.meta.topic, headers![i]!.timestamp!);
+    if (this.audit) {
+      for (let i = 0; i < targets.length; i++) if (!(results[i] instanceof Error)) this.audit.count(targets[i]!.meta.topic, headers![i]!.timestamp!);
+    }
     return results;
   }
 

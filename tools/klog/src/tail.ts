@@ -36,7 +36,15 @@ export async function startOfLast(consumer: SimpleConsumer, topic: string, parti
 }
 
 /** The positions of the last (at most) `n` messages of `[from, end)`, oldest first. */
-async function lastOffsets(consumer: SimpleConsumer, topic: string, partition: number, from: number, end: number, n: number, fetchBytes: number): Promise<TailStart[]> {
+async function lastOffsets(
+  consumer: SimpleConsumer,
+  topic: string,
+  partition: number,
+  from: number,
+  end: number,
+  n: number,
+  fetchBytes: number,
+): Promise<TailStart[]> {
   const ring = new Array<TailStart>(n);
   let count = 0;
   let previous = -1;

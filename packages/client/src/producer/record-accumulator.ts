@@ -24,13 +24,22 @@ export class RecordAccumulator {
    * Adds one message of `size` encoded bytes to the batch of its target's partition.
    * @param call the send() call the record belongs to, with acks 1-2; `index` is its place there
    */
-  append(b: BrokerState, target: PartitionTarget<PartitionMeta>, payload: Buffer, header: MessageHeader | undefined, size: number, call: SendCall | undefined, index: number): void {
+  append(
+    b: BrokerState,
+    target: PartitionTarget<PartitionMeta>,
+    payload: Buffer,
+    header: MessageHeader | undefined,
+    size: number,
+    call: SendCall | undefined,
+    index: number,
+  ): void {
     let batch = b.lastTarget === target ? b.lastBatch : undefined;
     if (batch === undefined) {
       const key = `${target.meta.topic}\0${target.brokerPartition}`;
       batch = b.batches.get(key);
       if (!batch) {
-        batch = { topic: target.meta.topic, partition: target.brokerPartition, meta: target.meta, target, payloads: [], headers: undefined, bytes: 0, placements: [] };
+        const { topic } = target.meta;
+        batch = { topic, partition: target.brokerPartition, meta: target.meta, target, payloads: [], headers: undefined, bytes: 0, placements: [] };
         b.batches.set(key, batch);
         b.batchList.push(batch);
       }

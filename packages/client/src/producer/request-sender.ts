@@ -12,7 +12,6 @@
  *   in the order their batches were sent.
  */
 import {
-  type AckLevelValue,
   decodeProduceAckResponse,
   encodeMessageSet,
   encodeMessageSetWithHeaders,
@@ -128,7 +127,7 @@ export class RequestSender {
       } else {
         frameBytes = produceAckRequestBytes(batches, setBytes);
         at = c.reserveFrame(frameBytes);
-        writeProduceAckRequest(c.frameSlab, at, this.acks as AckLevelValue, batches, setBytes);
+        writeProduceAckRequest(c.frameSlab, at, this.acks, batches, setBytes);
       }
     } catch (err) {
       // Records were checked before they were batched; this is a bug, reported where the records are.
@@ -187,7 +186,7 @@ export class RequestSender {
     }
     const frameBytes = produceAckRequestBytes(ready, setBytes);
     const at = c.reserveFrame(frameBytes);
-    writeProduceAckRequest(c.frameSlab, at, this.acks as AckLevelValue, ready, setBytes);
+    writeProduceAckRequest(c.frameSlab, at, this.acks, ready, setBytes);
     return this.acknowledged(b, batches, c.request(c.frameSlab.subarray(at, at + frameBytes)), true);
   }
 
