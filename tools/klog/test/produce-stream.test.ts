@@ -38,10 +38,12 @@ describe('klog produce', () => {
     const p = new Producer({ brokerList: address });
     await p.partitionCount('stream'); // the topic exists before the consumer starts
     await p.close();
-    const consumer = startKlog(['consume', '--broker', address, '--topic', 'stream', '--max-messages', '1', '--max-wait-ms', '100']);
-    const producer = startKlog(['produce', '--broker-list', address, '--topic', 'stream']);
+    // At log level info both say when they are ready: the consumer once it consumes, the producer once it reads.
+    const env = { ...process.env, KLOG_LOG_LEVEL: 'info' };
+    const consumer = startKlog(['consume', '--broker', address, '--topic', 'stream', '--max-messages', '1', '--max-wait-ms', '100'], env);
+    const producer = startKlog(['produce', '--broker-list', address, '--topic', 'stream'], env);
     try {
-      await new Promise((resolve) => setTimeout(resolve, 500)); // both started
+      await waitFor(() => consumer.out.stderr.includes('"msg":"consuming"') && producer.out.stderr.includes('"msg":"reading lines"'), 20_000, 'both to start');
       const wrote = Date.now();
       producer.child.stdin.write('first line\n');
       await waitFor(() => consumer.out.stdout.includes('first line'), 2000, 'the consumer to print the first line');
@@ -51,6 +53,7 @@ describe('klog produce', () => {
       const run = await producer.exited;
       expect(run.code).toBe(0);
       expect(summary(run.stderr)).toEqual({ sent: 2, acknowledged: 2, failed: 0 });
+      expect(run.stderr).not.toMatch(/"level":(40|50)/);
     } finally {
       producer.child.kill('SIGKILL');
       consumer.child.kill('SIGKILL');
@@ -58,11 +61,13 @@ describe('klog produce', () => {
   });
 
   it('on SIGINT mid-input sends what was read, waits for the acknowledgements, prints the summary, and that is what was stored', async () => {
-    const producer = startKlog(['produce', '--broker-list', address, '--topic', 'interrupted']);
+    const producer = startKlog(['produce', '--broker-list', address, '--topic', 'interrupted'], { ...process.env, KLOG_LOG_LEVEL: 'info' });
     let written = 0;
     const writer = setInterval(() => producer.child.stdin.write(`line ${written++}\n`), 2);
     try {
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      // Mid-input: once it reads (and lines have reached the broker), while lines keep coming.
+      await waitFor(() => producer.out.stderr.includes('"msg":"reading lines"'), 20_000, 'the producer to start');
+      await new Promise((resolve) => setTimeout(resolve, 300));
       producer.child.kill('SIGINT');
       const run = await producer.exited;
       clearInterval(writer);
@@ -93,6 +98,12 @@ describe('klog produce', () => {
     expect(await storedPayloads('127.0.0.1', broker.port, 'oversize')).toEqual([...good(1), ...good(6)]);
   });
 
+  it('a --partition the topic does not have is one error for the command, not one per line', async () => {
+    const r = await runKlog(['produce', '--broker-list', address, '--topic', 'oversize', '--partition', '3'], 'a\nb\nc\n');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('klog produce: error: --partition 3: topic oversize has only partition 0 over --broker-list\n');
+  });
+
   it('--stop-on-error stops reading at the first rejected line', async () => {
     const producer = startKlog(['produce', '--broker-list', address, '--topic', 'stop-early', '--stop-on-error']);
     try {
@@ -117,10 +128,10 @@ describe('klog produce', () => {
       if (r.status !== 0) throw new Error(`tmux ${args.join(' ')}: ${r.stderr}`);
       return r.stdout;
     };
-    const command = `${process.execPath} ${klogMain} produce --broker-list ${address} --topic typed; echo EXIT=$?; sleep 60`;
+    const command = `KLOG_LOG_LEVEL=info ${process.execPath} ${klogMain} produce --broker-list ${address} --topic typed; echo EXIT=$?; sleep 60`;
     tmux('new-session', '-d', '-s', 'produce', '-x', '220', '-y', '30', command);
     try {
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      await waitFor(() => tmux('capture-pane', '-p', '-t', 'produce').includes('reading lines'), 20_000, 'klog produce to start in the terminal');
       tmux('send-keys', '-t', 'produce', 'typed one', 'Enter');
       const stored = async (): Promise<string[]> => storedPayloads('127.0.0.1', broker.port, 'typed').catch(() => []);
       let got: string[] = [];

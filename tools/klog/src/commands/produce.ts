@@ -126,6 +126,17 @@ async function produce(opts: ProduceOptions): Promise<void> {
     opts.zookeeper !== undefined
       ? new ZkProducer({ zookeeper: opts.zookeeper, ...settings })
       : new Producer({ brokerList: opts.brokerList!, ...settings });
+  if (opts.partition !== undefined && producer instanceof Producer) {
+    // A partition the topic does not have is the command's error, not each line's.
+    const count = await producer.partitionCount(opts.topic).catch(async (e: unknown) => {
+      await producer.close().catch(() => {});
+      throw e;
+    });
+    if (opts.partition >= count) {
+      await producer.close();
+      throw new KlogError(`--partition ${opts.partition}: topic ${opts.topic} has ${count === 1 ? 'only partition 0' : `partitions 0-${count - 1}`} over --broker-list`);
+    }
+  }
   const input = opts.file ? createReadStream(opts.file) : process.stdin;
   const separator = opts.keySeparator === undefined ? undefined : Buffer.from(opts.keySeparator);
   const started = process.hrtime.bigint();
@@ -192,6 +203,7 @@ async function produce(opts: ProduceOptions): Promise<void> {
   };
   let closed = false;
   try {
+    logger.info({ topic: opts.topic, input: opts.file ?? 'stdin' }, 'reading lines');
     let lineNumber = 0;
     for await (const lines of readLineGroupsUntil(input, stop.signal)) {
       const records = lines.map((line) => toRecord(line, separator, opts.partition));
