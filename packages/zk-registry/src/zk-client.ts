@@ -174,6 +174,16 @@ export class ZkClient extends EventEmitter {
     return this.sessions.isConnected;
   }
 
+  /**
+   * True while the client is connected and heard from ZooKeeper within two thirds of the
+   * session timeout: the server cannot have expired the session, so the ephemeral nodes it
+   * holds (partition ownership) are still its own. False from the moment that is no longer
+   * certain (a pause of this process, a silent server) even before the connection is dropped.
+   */
+  get holdsSession(): boolean {
+    return this.sessions.holdsSession;
+  }
+
   /** The negotiated session timeout of the current session, ms (the asked one before connecting). */
   get negotiatedSessionTimeoutMs(): number {
     return this.sessions.connectedRaw?.getSessionTimeout() ?? this.sessionTimeoutMs;
@@ -186,8 +196,8 @@ export class ZkClient extends EventEmitter {
     return { sessionId: raw.getSessionId(), sessionPassword: raw.getSessionPassword() };
   }
 
-  private request<T>(what: string, path: string, invoke: Invoke<T>, retryOnExpiry = true): Promise<T> {
-    return this.sessions.request(what, path, invoke, retryOnExpiry);
+  private request<T>(what: string, path: string, invoke: Invoke<T>, retryOnExpiry = true, sessionId?: string): Promise<T> {
+    return this.sessions.request(what, path, invoke, retryOnExpiry, sessionId);
   }
 
   // ---------------------------------------------------------------- nodes
@@ -263,12 +273,16 @@ export class ZkClient extends EventEmitter {
 
   /**
    * Writes a persistent node (as {@link put}) only if `condition.path` is at `condition.version`
-   * at that moment, in one ZooKeeper multi, and only in the current session: a write whose
-   * session ends meanwhile is not carried over to a new one. Throws {@link ZkBadVersionError}
-   * (or {@link ZkNoNodeError}) with `path` = `condition.path` when the condition does not hold,
-   * {@link ZkSessionExpiredError} when the session ended.
+   * at that moment, in one ZooKeeper multi, and only in the session `condition.sessionId` (the
+   * current one by default): a write whose session ended is never carried over to a new one.
+   * With an ephemeral `condition.path` of that session this is a write fenced by ownership
+   * (the check is of the version only: drop the fence once the session removed its node).
+   * Throws {@link ZkBadVersionError} (or {@link ZkNoNodeError}) with `path` = `condition.path`
+   * when the condition does not hold, {@link ZkSessionExpiredError} when the session is not
+   * (or no longer) the one asked for.
    */
-  async putIf(condition: { readonly path: string; readonly version: number }, path: string, data: Buffer | string): Promise<void> {
+  async putIf(condition: { readonly path: string; readonly version: number; readonly sessionId?: string }, path: string, data: Buffer | string): Promise<void> {
+    const sessionId = condition.sessionId ?? this.sessionId;
     const bytes = toBuffer(data);
     const check: TransactionOp = { op: 'check', path: condition.path, version: condition.version };
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -287,6 +301,7 @@ export class ZkClient extends EventEmitter {
             else done(null, rawCode(error) ?? 0);
           }),
         false,
+        sessionId,
       );
       if (result === -1) return;
       if (result === ZkErrorCode.noNode || result === ZkErrorCode.nodeExists) continue; // the node came or went: again

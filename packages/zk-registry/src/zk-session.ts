@@ -91,6 +91,13 @@ export class SessionManager {
     return this.session?.connected === true;
   }
 
+  /** Connected and heard from the server within two thirds of the session timeout (see ZkClient.holdsSession). */
+  get holdsSession(): boolean {
+    const s = this.session;
+    if (!s?.connected) return false;
+    return Date.now() - s.conn.lastHeardAt <= Math.floor((s.conn.client.getSessionTimeout() * 2) / 3);
+  }
+
   /** The library's client of the current session, once it connected. */
   get connectedRaw(): RawClient | undefined {
     return this.session?.everConnected ? this.session.conn.client : undefined;
@@ -340,16 +347,17 @@ export class SessionManager {
   /**
    * Runs a request, retrying after a connection loss with backoff until the operation
    * timeout. After a session expiry it is retried on the new session only when
-   * `retryOnExpiry`; otherwise it fails with {@link ZkSessionExpiredError}.
+   * `retryOnExpiry`; otherwise it fails with {@link ZkSessionExpiredError}, as it does at once
+   * when `sessionId` is given and the current session is another one.
    */
-  request<T>(what: string, path: string, invoke: Invoke<T>, retryOnExpiry: boolean): Promise<T> {
+  request<T>(what: string, path: string, invoke: Invoke<T>, retryOnExpiry: boolean, sessionId?: string): Promise<T> {
     const deadline = Date.now() + this.s.operationTimeoutMs;
     let first: Session | undefined;
     return retry(
       async () => {
         const session = await this.connectedSession(deadline);
         first ??= session;
-        if (session !== first && !retryOnExpiry) {
+        if ((session !== first && !retryOnExpiry) || (sessionId !== undefined && session.id !== sessionId)) {
           throw new ZkSessionExpiredError(`ZooKeeper ${what} ${path}: the session expired`, { code: ZkErrorCode.sessionExpired, path });
         }
         try {
