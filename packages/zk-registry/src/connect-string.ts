@@ -23,7 +23,7 @@ export function parseConnectString(connectString: string): ParsedConnectString {
   let chroot = slash < 0 ? '' : connectString.slice(slash);
   while (chroot.endsWith('/')) chroot = chroot.slice(0, -1);
   const badServer = (s: string): boolean => {
-    const m = /^(?:\[[^\]]+\]|[^:\s\[\]]+)(?::(\d+))?$/.exec(s.trim());
+    const m = /^(?:\[[^\]]+\]|[^:\s[\]]+)(?::(\d+))?$/.exec(s.trim());
     return m === null || (m[1] !== undefined && (Number(m[1]) < 1 || Number(m[1]) > 65535));
   };
   if (servers === '' || servers.split(',').some(badServer)) {

@@ -48,7 +48,7 @@ export class PersistentWatches {
     if (this.ops.isClosed()) throw new ZkClosedError('ZooKeeper client is closed');
     let delivered!: () => void;
     const ready = new Promise<void>((resolve) => (delivered = resolve));
-    const sub: Subscription = { kind, path, callback: callback as (value: never) => void | Promise<void>, active: true, running: false, again: false, delivered };
+    const sub: Subscription = { kind, path, callback, active: true, running: false, again: false, delivered };
     this.subscriptions.add(sub);
     void this.run(sub);
     return {

@@ -123,6 +123,7 @@ export function createRawConnection(connectString: string, options: RawConnectio
     }
   });
   // 2 + 3: note every byte received; a frame that does not parse drops the connection.
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with the manager as `this`
   const parse = cm.onSocketData;
   cm.onSocketData = function guardedOnSocketData(this: ConnectionManagerInternals, buffer: Buffer): void {
     lastHeardAt = Date.now();
@@ -135,12 +136,14 @@ export function createRawConnection(connectString: string, options: RawConnectio
     }
   };
   // 5: a socket that connected and closed before the session was established is a refusal.
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with the manager as `this`
   const connected = cm.onSocketConnected;
   cm.onSocketConnected = function notedOnSocketConnected(this: ConnectionManagerInternals): void {
     handshaking = true;
     lastHeardAt = Date.now();
     connected.call(this);
   };
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with the manager as `this`
   const closed = cm.onSocketClosed;
   cm.onSocketClosed = function notedOnSocketClosed(this: ConnectionManagerInternals, hadError: boolean): void {
     const refused = handshaking && this.state === STATE_CONNECTING;

@@ -49,6 +49,8 @@ const DEFAULTS = {
   retryBaseDelayMs: 100,
 };
 
+// Typed events: the interface narrows the signatures of the methods EventEmitter gives the class.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface ZkClient {
   on<K extends keyof ZkClientEvents>(event: K, listener: ZkClientEvents[K]): this;
   once<K extends keyof ZkClientEvents>(event: K, listener: ZkClientEvents[K]): this;
@@ -57,6 +59,7 @@ export interface ZkClient {
 }
 
 /** klog's ZooKeeper connection. Create it with {@link ZkClient.connect}. */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class ZkClient extends EventEmitter {
   /** `host:port[,...]` of the ensemble. */
   readonly servers: string;

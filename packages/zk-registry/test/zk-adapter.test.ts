@@ -124,7 +124,10 @@ describe('zk-adapter: workarounds of node-zookeeper-client', () => {
     const back = new Promise<void>((resolve) => conn.client.once('connected', () => resolve()));
     cm.socket?.destroy();
     await back;
-    const path = await new Promise<string>((resolve, reject) => conn.client.create('/after', Buffer.from('w'), (err, p) => (err ? reject(err) : resolve(p))));
+    const path = await new Promise<string>((resolve, reject) =>
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the library's error, passed on as is
+      conn.client.create('/after', Buffer.from('w'), (err, p) => (err ? reject(err) : resolve(p))),
+    );
     expect(path).toBe('/after');
   });
 
