@@ -100,10 +100,10 @@ describe('a frozen group member', () => {
         .flatMap((l) => (l['offsets'] as Array<{ brokerId: number; partition: number; offset: number }>).map((o) => ({ t: l.t, p: `${o.brokerId}-${o.partition}`, offset: o.offset })));
       const bCommittedAt = (p: string, t: number): number => Math.max(-1, ...bCommits.filter((c) => c.p === p && c.t <= t).map((c) => c.offset));
       const again = a.received.filter((m) => m.t >= resumedAt && m.o < bCommittedAt(`${m.b}-${m.p}`, m.t));
-      if (again.length > 0 && process.env['ZOMBIE_DEBUG']) {
-        console.log('resumedAt', resumedAt, 'again', again.map((m) => [m.t, m.o]));
-        console.log(a.logs.filter((l) => l.t >= frozenAt - 100).map((l) => `${l.t} ${l.level} ${l.msg} ${JSON.stringify(l)}`).join('\n'));
-        console.log(bCommits.filter((c) => c.p === '0-0').map((c) => `${c.t}:${c.offset}`).join(' '));
+      if (again.length > 0) {
+        // What a did around its resume, to tell a stale hand-out from a stale start.
+        console.log(`resumed at ${resumedAt}; a's log since the freeze:`);
+        console.log(a.logs.filter((l) => l.t >= frozenAt - 100).map((l) => `${l.t} ${l.level} ${l.msg}`).join('\n'));
       }
       expect(again.map((m) => `${m.b}-${m.p}@${m.o}`), 'messages b committed that a handed out again').toEqual([]);
       const fencedLog = a.logs.filter((l) => l.msg === 'offset not committed: this consumer no longer owns the partition');
