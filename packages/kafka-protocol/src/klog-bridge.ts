@@ -9,6 +9,7 @@
  */
 import {
   CompressionCodec,
+  checkMessageAt,
   decompressWrapper,
   encodeMessageSetWithHeaders,
   iterateInnerMessageSet,
@@ -96,4 +97,46 @@ export async function kafkaMessageSetOf(set: Buffer, baseOffset: number, magic: 
 function entryOf(message: Message, offset: number): Entry {
   const { header, value } = readMessageHeader(message);
   return { offset, timestamp: header?.timestamp, key: header?.key ?? null, value };
+}
+
+/** What {@link walkKlogMessageHeads} found. */
+export interface KlogMessageHeads {
+  /** Byte offset of the last message whose head was in the bytes, or undefined for none. */
+  readonly last: number | undefined;
+  /** Byte offset after it (may be past the bytes read, for a message they hold only the head of). */
+  readonly next: number;
+  /** True when the walk stopped at bytes that are not a message head. */
+  readonly corrupt: boolean;
+}
+
+/**
+ * Walks the heads (length, magic) of the klog messages in `buf`, read from the log at
+ * `baseOffset` and starting at a message boundary, without checking CRCs: where each message
+ * starts, so a high watermark (the last message's offset + 1) and the first message at or after
+ * an offset can be found.
+ * @param stopAt stop at the first message that starts at or after this offset
+ */
+export function walkKlogMessageHeads(buf: Buffer, baseOffset: number, stopAt = Infinity): KlogMessageHeads {
+  let pos = 0;
+  let last: number | undefined;
+  while (pos < buf.length && baseOffset + pos < stopAt) {
+    const c = checkMessageAt(buf, pos, buf.length, false);
+    if (c.status === 'invalid') return { last, next: baseOffset + pos, corrupt: true };
+    if (c.size === undefined) break;
+    last = baseOffset + pos;
+    pos += c.size;
+    if (c.status === 'partial') break;
+  }
+  return { last, next: baseOffset + pos, corrupt: false };
+}
+
+/**
+ * Whether `head` (bytes read from the log at some offset) starts with a whole klog message whose
+ * CRC is right, or with the head of one `size` bytes long that was cut (read more and ask again).
+ */
+export function klogMessageAt(head: Buffer): { status: 'message' } | { status: 'cut'; size: number } | { status: 'none' } {
+  const c = checkMessageAt(head, 0, head.length, true);
+  if (c.status === 'valid') return { status: 'message' };
+  if (c.status === 'partial' && c.size !== undefined) return { status: 'cut', size: c.size };
+  return { status: 'none' };
 }
