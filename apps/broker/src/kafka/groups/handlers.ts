@@ -21,6 +21,7 @@ import {
   type OffsetFetchPartition,
   type RequestHeader,
 } from '@klog/kafka-protocol';
+import type { BrokerPartition } from '@klog/zk-registry';
 import type { KafkaContext } from '../context.js';
 import { kafkaErrorOf } from '../partitions.js';
 import { maxSessionTimeoutMs, minSessionTimeoutMs } from './coordinator.js';
@@ -85,7 +86,7 @@ export async function handleOffsetCommit(k: KafkaContext, h: RequestHeader, r: K
           const bp = (await k.topology.partitions(t.name))[p.partition];
           if (bp === undefined) errorCode = KafkaErrorCode.UnknownTopicOrPartition;
           else if (p.offset < 0) errorCode = KafkaErrorCode.InvalidCommitOffsetSize;
-          else await k.groups.offsets.commit(req.groupId, t.name, bp, p.offset);
+          else await k.groups.offsets.commit(req.groupId, t.name, bp, boundaryOf(k, t.name, bp, p.offset));
         } catch (err) {
           k.broker.logger.warn({ group: req.groupId, topic: t.name, partition: p.partition, err: (err as Error).message }, 'Kafka offset commit failed');
           errorCode = kafkaErrorOf(err);
@@ -96,6 +97,18 @@ export async function handleOffsetCommit(k: KafkaContext, h: RequestHeader, r: K
     topics.push({ name: t.name, partitions });
   }
   return encodeOffsetCommitResponse(h.correlationId, topics);
+}
+
+/**
+ * The offset stored for a commit of `offset`: a Kafka client commits "last offset + 1", inside
+ * the last message it read; where this broker holds the partition, the first message at or after
+ * it is stored instead, so klog's own consumers can resume from it too and lag reads 0 at the end.
+ */
+function boundaryOf(k: KafkaContext, topic: string, bp: BrokerPartition, offset: number): number {
+  if (bp.brokerId !== k.topology.self.nodeId) return offset;
+  const log = k.broker.logs.getLog(topic, bp.partition);
+  if (log === undefined || offset < log.earliestOffset || offset > log.visibleEnd) return offset;
+  return k.ends.firstMessageAtOrAfter(log, offset);
 }
 
 /** OffsetFetch v1: -1 for a partition without a committed offset. */
