@@ -19,6 +19,9 @@ import {
 import type { KafkaContext } from './context.js';
 import { kafkaErrorOf } from './partitions.js';
 
+/** Most partitions CreateTopics makes for one topic (each is a directory and an open segment file). */
+export const maxCreatePartitions = 1000;
+
 /** The cluster id Metadata v2+ reports. */
 export const kafkaClusterId = 'klog';
 
@@ -66,7 +69,7 @@ export async function handleKafkaCreateTopics(k: KafkaContext, h: RequestHeader,
 async function createTopic(k: KafkaContext, t: { name: string; numPartitions: number; replicationFactor: number; assignments: number }): Promise<number> {
   if (t.assignments > 0) return KafkaErrorCode.InvalidReplicaAssignment;
   if (t.replicationFactor !== 1 && t.replicationFactor !== -1) return KafkaErrorCode.InvalidReplicationFactor;
-  if (t.numPartitions === 0 || t.numPartitions < -1 || t.numPartitions > 10_000) return KafkaErrorCode.InvalidPartitions;
+  if (t.numPartitions === 0 || t.numPartitions < -1 || t.numPartitions > maxCreatePartitions) return KafkaErrorCode.InvalidPartitions;
   try {
     if ((await k.topology.partitions(t.name)).length > 0) return KafkaErrorCode.TopicAlreadyExists;
     k.broker.logs.createTopic(t.name, t.numPartitions === -1 ? k.broker.config.numPartitions : t.numPartitions);
