@@ -51,7 +51,10 @@ export function startResponse(correlationId: number, initialBytes = 64): KafkaWr
   return new KafkaWriter(initialBytes).int32(0).int32(correlationId);
 }
 
-/** The frame of a writer begun with {@link startResponse}, its size filled in. */
-export function finishResponse(w: KafkaWriter): Buffer {
-  return w.patchInt32(0, w.length - 4).toBuffer();
+/**
+ * The frame of a writer begun with {@link startResponse}, its size filled in.
+ * @param laterBytes bytes of the frame sent after the writer's (records sent as they are)
+ */
+export function finishResponse(w: KafkaWriter, laterBytes = 0): Buffer {
+  return w.patchInt32(0, w.length - 4 + laterBytes).toBuffer();
 }

@@ -61,18 +61,26 @@ export function writeKafkaMessage(
   value: Uint8Array | null,
 ): number {
   const start = pos;
-  pos = buf.writeBigInt64BE(BigInt(offset), pos);
+  pos = writeInt64(buf, pos, offset);
   pos += 4; // message_size, below
   const crcAt = pos;
   pos += 4;
   pos = buf.writeInt8(magic, pos);
   pos = buf.writeInt8(attributes, pos);
-  if (magic === 1) pos = buf.writeBigInt64BE(BigInt(timestamp ?? -1), pos);
+  if (magic === 1) pos = writeInt64(buf, pos, timestamp ?? -1);
   pos = writeNullableBytes(buf, pos, key);
   pos = writeNullableBytes(buf, pos, value);
   buf.writeInt32BE(pos - crcAt, start + 8);
   buf.writeUInt32BE(crc32Range(buf, crcAt + 4, pos), crcAt);
   return pos;
+}
+
+/** A safe integer as int64 without a BigInt (two int32 halves). */
+function writeInt64(buf: Buffer, pos: number, v: number): number {
+  const high = Math.floor(v / 0x1_0000_0000);
+  buf.writeInt32BE(high, pos);
+  buf.writeUInt32BE(v - high * 0x1_0000_0000, pos + 4);
+  return pos + 8;
 }
 
 function writeNullableBytes(buf: Buffer, pos: number, b: Uint8Array | null): number {
@@ -180,7 +188,6 @@ async function inflate(wrapper: KafkaMessage, options: DecodeMessageSetOptions, 
 }
 
 function decodeOne(buf: Buffer, pos: number, end: number): { message: KafkaMessage; codec: number } {
-  const offsetBig = buf.readBigInt64BE(pos);
   const crc = buf.readUInt32BE(pos + logOverheadBytes);
   const body = pos + logOverheadBytes + 4;
   if (crc32Range(buf, body, end) !== crc) throw corrupt(`CRC mismatch in the message at byte ${pos}`);
@@ -191,17 +198,24 @@ function decodeOne(buf: Buffer, pos: number, end: number): { message: KafkaMessa
   let timestamp: number | undefined;
   if (magic === 1) {
     if (end - p < 8) throw corrupt(`message at byte ${pos} too short for its timestamp`);
-    const t = buf.readBigInt64BE(p);
+    const t = readInt64(buf, p);
     p += 8;
-    if (t >= 0n && t <= BigInt(Number.MAX_SAFE_INTEGER)) timestamp = Number(t);
-    else if (t !== -1n) throw corrupt(`timestamp ${t} at byte ${pos}`);
+    if (t !== undefined && t >= 0) timestamp = t;
+    else if (t !== -1) throw corrupt(`timestamp ${buf.readBigInt64BE(p - 8)} at byte ${pos}`);
   }
   const key = readNullable(buf, p, end, pos);
   p = key.next;
   const value = readNullable(buf, p, end, pos);
   if (value.next !== end) throw corrupt(`message at byte ${pos}: ${end - value.next} bytes after the value`);
-  const offset = offsetBig >= BigInt(Number.MIN_SAFE_INTEGER) && offsetBig <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(offsetBig) : 0;
+  const offset = readInt64(buf, pos) ?? 0;
   return { message: { offset, magic, timestamp, key: key.bytes, value: value.bytes }, codec: attributes & kafkaCodecMask };
+}
+
+/** An int64 as a number without a BigInt; undefined outside ±2^53. */
+function readInt64(buf: Buffer, pos: number): number | undefined {
+  const high = buf.readInt32BE(pos);
+  if (high > 0x1fffff || high < -0x200000) return undefined;
+  return high * 0x1_0000_0000 + buf.readUInt32BE(pos + 4);
 }
 
 function readNullable(buf: Buffer, p: number, end: number, at: number): { bytes: Buffer | null; next: number } {

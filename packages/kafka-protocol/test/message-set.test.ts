@@ -86,3 +86,17 @@ describe('Kafka messages as klog messages and back', () => {
     expect((await decodeKafkaMessageSet(framed.records, opts)).map((m) => m.magic)).toEqual([0, 0]);
   });
 });
+
+describe('int64 fields without BigInt', () => {
+  it('offsets up to 2^53 and timestamp -1 survive encode and decode', async () => {
+    const big = 2 ** 52 + 12345;
+    const set = encodeKafkaMessageSet([{ key: null, value: Buffer.from('x') }, { key: null, value: Buffer.from('y'), timestamp: big }], 1, big);
+    expect(set.readBigInt64BE(0)).toBe(BigInt(big));
+    const out = await decodeKafkaMessageSet(set, opts);
+    expect(out.map((m) => [m.offset, m.timestamp])).toEqual([
+      [big, undefined],
+      [big + 1, big],
+    ]);
+    expect(set.readBigInt64BE(12 + 4 + 2)).toBe(-1n);
+  });
+});

@@ -28,7 +28,7 @@ import { kafkaErrorOf, localLog } from './partitions.js';
 const emptyRecords = Buffer.alloc(0);
 
 /** Handles a Fetch request. */
-export async function handleKafkaFetch(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
+export async function handleKafkaFetch(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer[]> {
   const req = decodeFetchRequest(r, h.apiVersion);
   const magic = fetchMagic(h.apiVersion);
   let answer = await readAll(k, req, magic);

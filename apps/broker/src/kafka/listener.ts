@@ -109,7 +109,7 @@ function serve(k: KafkaContext, socket: Socket): void {
         if (size < minFrameBytes || size > maxFrameBytes) return drop('Kafka request size out of bounds, closing connection', { size, maxRequestBytes: maxFrameBytes });
         if (buffered < 4 + size) break;
         const frame = take(4 + size).subarray(4);
-        let response: Buffer | undefined;
+        let response: Buffer | Buffer[] | undefined;
         try {
           const { header, body } = decodeRequestHeader(frame);
           try {
@@ -123,7 +123,7 @@ function serve(k: KafkaContext, socket: Socket): void {
           k.broker.logger.error({ remote, err }, 'Kafka request failed, closing connection');
           return void socket.destroy();
         }
-        if (response !== undefined && !socket.destroyed && !socket.write(response)) await drained(socket);
+        if (response !== undefined && !socket.destroyed && !write(socket, response)) await drained(socket);
       }
       if (socket.isPaused() && buffered <= maxFrameBytes) socket.resume();
     } finally {
@@ -138,6 +138,16 @@ function serve(k: KafkaContext, socket: Socket): void {
   });
   socket.on('error', (err) => k.broker.logger.debug({ remote, err: err.message }, 'Kafka connection error'));
   socket.on('close', () => gone.abort());
+}
+
+/** Writes a response's parts together. @returns false when the socket's buffer is full */
+function write(socket: Socket, response: Buffer | Buffer[]): boolean {
+  if (Buffer.isBuffer(response)) return socket.write(response);
+  socket.cork();
+  let ok = true;
+  for (const part of response) ok = socket.write(part);
+  socket.uncork();
+  return ok;
 }
 
 function drained(socket: Socket): Promise<void> {

@@ -9,7 +9,7 @@ import { handleFindCoordinator, handleHeartbeat, handleJoinGroup, handleLeaveGro
 import { handleKafkaCreateTopics, handleKafkaMetadata } from './metadata.js';
 import { handleKafkaProduce } from './produce.js';
 
-type Handler = (k: KafkaContext, h: RequestHeader, r: KafkaReader) => Promise<Buffer | undefined>;
+type Handler = (k: KafkaContext, h: RequestHeader, r: KafkaReader) => Promise<Buffer | Buffer[] | undefined>;
 
 const handlers = new Map<number, Handler>([
   [ApiKey.Produce, handleKafkaProduce],
@@ -28,11 +28,12 @@ const handlers = new Map<number, Handler>([
 
 /**
  * Answers one request.
- * @returns the framed response, or undefined when there is none (Produce with acks 0)
+ * @returns the framed response (one buffer, or parts to send in order), or undefined when there
+ *   is none (Produce with acks 0)
  * @throws KafkaProtocolError when the request cannot be answered (an API or version klog does
  *   not serve, bytes that are not the layout): Kafka brokers close the connection then
  */
-export async function routeKafkaRequest(k: KafkaContext, h: RequestHeader, body: KafkaReader): Promise<Buffer | undefined> {
+export async function routeKafkaRequest(k: KafkaContext, h: RequestHeader, body: KafkaReader): Promise<Buffer | Buffer[] | undefined> {
   if (h.apiKey === ApiKey.ApiVersions) return encodeApiVersionsResponse(h.correlationId, h.apiVersion);
   checkSupported(h.apiKey, h.apiVersion);
   const handler = handlers.get(h.apiKey);

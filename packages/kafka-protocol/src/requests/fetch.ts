@@ -71,22 +71,38 @@ export function fetchMagic(version: number): 0 | 1 {
   return version >= 2 ? 1 : 0;
 }
 
-/** The framed Fetch response of `version` (0-4). */
+/**
+ * The framed Fetch response of `version` (0-4), as parts to send in order: the fields, and each
+ * partition's records as they are (not copied).
+ */
 export function encodeFetchResponse(
   correlationId: number,
   version: number,
   topics: readonly { readonly topic: string; readonly partitions: readonly FetchPartitionResponse[] }[],
-): Buffer {
-  let bytes = 64;
-  for (const t of topics) for (const p of t.partitions) bytes += 64 + p.records.length;
-  const w = startResponse(correlationId, bytes);
+): Buffer[] {
+  const w = startResponse(correlationId, 128);
+  const cuts: number[] = [];
+  const records: Buffer[] = [];
+  let recordBytes = 0;
   if (version >= 1) w.int32(0);
   w.array(topics, (w: KafkaWriter, t) =>
     w.string(t.topic).array(t.partitions, (w, p) => {
       w.int32(p.partition).int16(p.errorCode).int64(p.highWatermark);
       if (version >= 4) w.int64(p.highWatermark).int32(-1);
-      w.bytes(p.records);
+      w.int32(p.records.length);
+      cuts.push(w.length);
+      records.push(p.records);
+      recordBytes += p.records.length;
     }),
   );
-  return finishResponse(w);
+  const fields = finishResponse(w, recordBytes);
+  const parts: Buffer[] = [];
+  let from = 0;
+  cuts.forEach((cut, i) => {
+    parts.push(fields.subarray(from, cut));
+    if (records[i]!.length > 0) parts.push(records[i]!);
+    from = cut;
+  });
+  parts.push(fields.subarray(from));
+  return parts;
 }
