@@ -134,8 +134,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       logger.info({ metrics: await metrics.toJSON() }, 'broker stopped');
     })());
 
-  const real = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}), ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}) };
-  return { config: real, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, close };
+  const effective = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}), ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}) };
+  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, close };
 }
 
 /**

@@ -18,3 +18,4 @@ export * from './ownership.js';
 export * from './offsets.js';
 export * from './audit-ranges.js';
 export * from './kafka-listeners.js';
+export * from './replica-assignment.js';
