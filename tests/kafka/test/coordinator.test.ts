@@ -18,10 +18,17 @@ const join = (group: string, memberId: string, sessionTimeoutMs = 4000) => (w: K
 const readJoin = (r: KafkaReader) => ({ error: r.int16(), generation: r.int32(), protocol: r.string(), leader: r.string(), memberId: r.string(), members: r.array((r) => r.string() + '=' + r.bytes().toString()) });
 const heartbeat = (group: string, generation: number, memberId: string) => (w: KafkaWriter) => w.string(group).int32(generation).string(memberId);
 const commit = (group: string, generation: number, memberId: string, topic: string, partition: number, offset: number) => (w: KafkaWriter) =>
-  w.string(group).int32(generation).string(memberId).int64(-1).array([topic], (w, t) => w.string(t).array([partition], (w, p) => w.int32(p).int64(offset).string(null)));
+  w
+    .string(group)
+    .int32(generation)
+    .string(memberId)
+    .int64(-1)
+    .array([topic], (w, t) => w.string(t).array([partition], (w, p) => w.int32(p).int64(offset).string(null)));
 const readCommit = (r: KafkaReader) => r.array((r) => (r.string(), r.array((r) => (r.int32(), r.int16()))))[0]![0]!;
-const fetchOffset = (group: string, topic: string, partition: number) => (w: KafkaWriter) => w.string(group).array([topic], (w, t) => w.string(t).array([partition], (w, p) => w.int32(p)));
-const readFetchOffset = (r: KafkaReader) => r.array((r) => (r.string(), r.array((r) => ({ partition: r.int32(), offset: r.int64(), metadata: r.nullableString(), error: r.int16() }))))[0]![0]!;
+const fetchOffset = (group: string, topic: string, partition: number) => (w: KafkaWriter) =>
+  w.string(group).array([topic], (w, t) => w.string(t).array([partition], (w, p) => w.int32(p)));
+const readFetchOffset = (r: KafkaReader) =>
+  r.array((r) => (r.string(), r.array((r) => ({ partition: r.int32(), offset: r.int64(), metadata: r.nullableString(), error: r.int16() }))))[0]![0]!;
 
 describe('the group coordinator in a cluster', () => {
   const zookeeper = testConnectString('klog-kafka');

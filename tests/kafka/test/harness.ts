@@ -64,9 +64,9 @@ export class Broker {
     proc.once('exit', () => children.delete(proc));
     const b = new Broker(proc, logDir);
     let stderr = '';
-    proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     await new Promise<void>((resolve, reject) => {
-      createInterface({ input: proc.stdout! }).on('line', (line) => {
+      createInterface({ input: proc.stdout }).on('line', (line) => {
         try {
           const entry = JSON.parse(line) as Record<string, unknown>;
           b.logs.push(entry);

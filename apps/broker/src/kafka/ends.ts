@@ -36,7 +36,7 @@ export class PartitionEnds {
   private state(log: Log): PartitionEnd {
     let s = this.ends.get(log);
     if (s === undefined || s.walkedTo < log.earliestOffset) {
-      s = { walkedTo: lastSegmentStartAtOrBefore(log, log.visibleEnd), last: undefined, next: s?.next ?? new Map() };
+      s = { walkedTo: lastSegmentStartAtOrBefore(log, log.visibleEnd), last: undefined, next: s?.next ?? new Map<number, number>() };
       this.ends.set(log, s);
     }
     return s;

@@ -39,7 +39,12 @@ export interface KafkaListener {
  * @param advertisedHost host given to clients; default the listen host
  * @throws the listen error (e.g. EADDRINUSE)
  */
-export async function startKafkaListener(broker: BrokerContext, port: number, advertisedHost: string | undefined, zk: ZkClient | undefined): Promise<KafkaListener> {
+export async function startKafkaListener(
+  broker: BrokerContext,
+  port: number,
+  advertisedHost: string | undefined,
+  zk: ZkClient | undefined,
+): Promise<KafkaListener> {
   const server: Server = createServer();
   server.listen(port, broker.config.host);
   await once(server, 'listening');

@@ -17,7 +17,8 @@ export async function localLog(k: KafkaContext, topic: string, partition: number
   try {
     const parts = await k.topology.partitions(topic);
     if (parts.length === 0) {
-      if (create && !k.topology.clustered && partition >= 0 && partition < k.broker.config.numPartitions) return { log: k.broker.logs.getOrCreateLog(topic, partition) };
+      const creatable = create && !k.topology.clustered && partition >= 0 && partition < k.broker.config.numPartitions;
+      if (creatable) return { log: k.broker.logs.getOrCreateLog(topic, partition) };
       return { errorCode: KafkaErrorCode.UnknownTopicOrPartition };
     }
     const bp = parts[partition];

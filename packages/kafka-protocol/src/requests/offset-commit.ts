@@ -15,12 +15,20 @@
 import type { KafkaReader } from '../codec.js';
 import { finishResponse, startResponse } from '../header.js';
 
+/** One partition's offset to commit. */
+export interface OffsetCommitPartition {
+  readonly partition: number;
+  /** The next offset to read. */
+  readonly offset: number;
+  readonly metadata: string | null;
+}
+
 /** A decoded OffsetCommit request. */
 export interface OffsetCommitRequest {
   readonly groupId: string;
   readonly generationId: number;
   readonly memberId: string;
-  readonly topics: readonly { readonly name: string; readonly partitions: readonly { readonly partition: number; readonly offset: number; readonly metadata: string | null }[] }[];
+  readonly topics: readonly { readonly name: string; readonly partitions: readonly OffsetCommitPartition[] }[];
 }
 
 /** @throws KafkaProtocolError (InvalidRequest) */

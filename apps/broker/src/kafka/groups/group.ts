@@ -30,6 +30,22 @@ interface Member {
 
 const noAssignment = Buffer.alloc(0);
 
+/** What a JoinGroup asks of a group. */
+export interface JoinRequest {
+  /** Empty for a new member. */
+  readonly memberId: string;
+  readonly clientId: string;
+  readonly sessionTimeoutMs: number;
+  readonly protocolType: string;
+  readonly protocols: readonly GroupProtocol[];
+}
+
+/** A SyncGroup's answer: an error code and the member's assignment. */
+export interface SyncAnswer {
+  readonly errorCode: number;
+  readonly assignment: Buffer;
+}
+
 /** One consumer group. Calls `onEmpty` when its last member goes. */
 export class Group {
   state: GroupState = 'Empty';
@@ -55,7 +71,7 @@ export class Group {
   }
 
   /** JoinGroup: resolves when the rebalance completes (or at once with an error). */
-  join(req: { memberId: string; clientId: string; sessionTimeoutMs: number; protocolType: string; protocols: readonly GroupProtocol[] }): Promise<JoinGroupResponse> {
+  join(req: JoinRequest): Promise<JoinGroupResponse> {
     const refuse = (errorCode: number): Promise<JoinGroupResponse> =>
       Promise.resolve({ errorCode, generationId: -1, protocolName: '', leader: '', memberId: req.memberId, members: [] });
     if (req.protocols.length === 0) return refuse(KafkaErrorCode.InconsistentGroupProtocol);
@@ -89,14 +105,14 @@ export class Group {
   }
 
   /** SyncGroup: the leader's assignments stored and handed out; others wait for them. */
-  sync(memberId: string, generation: number, assignments: readonly { memberId: string; assignment: Buffer }[]): Promise<{ errorCode: number; assignment: Buffer }> {
+  sync(memberId: string, generation: number, assignments: readonly { memberId: string; assignment: Buffer }[]): Promise<SyncAnswer> {
     const error = this.check(memberId, generation);
     if (error !== KafkaErrorCode.None) return Promise.resolve({ errorCode: error, assignment: noAssignment });
     const member = this.members.get(memberId)!;
     this.touch(member);
     if (this.state === 'PreparingRebalance') return Promise.resolve({ errorCode: KafkaErrorCode.RebalanceInProgress, assignment: noAssignment });
     if (this.state === 'Stable') return Promise.resolve({ errorCode: KafkaErrorCode.None, assignment: member.assignment });
-    const answer = new Promise<{ errorCode: number; assignment: Buffer }>((resolve) => (member.sync = resolve));
+    const answer = new Promise<SyncAnswer>((resolve) => (member.sync = resolve));
     if (memberId === this.leader) {
       for (const m of this.members.values()) m.assignment = noAssignment;
       for (const a of assignments) {
