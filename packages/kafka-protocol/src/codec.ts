@@ -11,103 +11,63 @@
  * [T] (array)                int32 count N, N times T; -1 for a null array where allowed
  * ```
  */
+import { Encoder } from '@klog/protocol';
 import { KafkaErrorCode, KafkaProtocolError } from './errors.js';
 
-/** Builds a byte sequence; grows its buffer as needed. */
-export class KafkaWriter {
-  private buf: Buffer;
-  private pos = 0;
-
-  /** @param initialBytes first buffer size in bytes */
-  constructor(initialBytes = 256) {
-    this.buf = Buffer.allocUnsafe(Math.max(16, initialBytes));
-  }
-
-  private ensure(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.pos + n) size *= 2;
-    const next = Buffer.allocUnsafe(size);
-    this.buf.copy(next, 0, 0, this.pos);
-    this.buf = next;
-  }
-
-  /** Bytes written so far. */
-  get length(): number {
-    return this.pos;
-  }
-
+/**
+ * Builds a byte sequence: @klog/protocol's growing {@link Encoder} (whose `string` is Kafka's
+ * `string` too), with Kafka's nullable strings and bytes, arrays, and a size field patched in
+ * afterwards.
+ */
+export class KafkaWriter extends Encoder {
   int8(v: number): this {
-    this.ensure(1);
-    this.pos = this.buf.writeInt8(v, this.pos);
-    return this;
+    return this.writeInt8(v);
   }
 
   int16(v: number): this {
-    this.ensure(2);
-    this.pos = this.buf.writeInt16BE(v, this.pos);
-    return this;
+    return this.writeInt16(v);
   }
 
   int32(v: number): this {
-    this.ensure(4);
-    this.pos = this.buf.writeInt32BE(v, this.pos);
-    return this;
+    return this.writeInt32(v);
   }
 
   /** A safe integer as int64. */
   int64(v: number): this {
-    this.ensure(8);
-    this.pos = this.buf.writeBigInt64BE(BigInt(v), this.pos);
-    return this;
+    return this.writeInt64(v);
   }
 
   boolean(v: boolean): this {
-    return this.int8(v ? 1 : 0);
+    return this.writeInt8(v ? 1 : 0);
   }
 
   /** `string`, or `nullable_string` with null written as length -1. */
   string(s: string | null): this {
-    if (s === null) return this.int16(-1);
-    const n = Buffer.byteLength(s, 'utf8');
-    this.int16(n);
-    this.ensure(n);
-    this.pos += this.buf.write(s, this.pos, 'utf8');
-    return this;
+    return s === null ? this.writeInt16(-1) : this.writeString(s);
   }
 
   /** `bytes`, or `nullable_bytes` with null written as length -1. */
   bytes(b: Uint8Array | null): this {
-    if (b === null) return this.int32(-1);
-    this.int32(b.length);
-    return this.raw(b);
+    return b === null ? this.writeInt32(-1) : this.writeInt32(b.length).writeBytes(b);
   }
 
   /** Bytes as they are, no length. */
   raw(b: Uint8Array): this {
-    this.ensure(b.length);
-    this.buf.set(b, this.pos);
-    this.pos += b.length;
-    return this;
+    return this.writeBytes(b);
   }
 
   /** `[T]`: the count, then `write` for each item; null writes count -1. */
   array<T>(items: readonly T[] | null, write: (w: this, item: T) => void): this {
-    if (items === null) return this.int32(-1);
-    this.int32(items.length);
+    if (items === null) return this.writeInt32(-1);
+    this.writeInt32(items.length);
     for (const item of items) write(this, item);
     return this;
   }
 
   /** Overwrites an int32 at `position` (a size field written before its contents were known). */
   patchInt32(position: number, v: number): this {
-    this.buf.writeInt32BE(v, position);
+    this.toBuffer().writeInt32BE(v, position);
     return this;
-  }
-
-  /** A view of the bytes written (not a copy). */
-  toBuffer(): Buffer {
-    return this.buf.subarray(0, this.pos);
   }
 }
 
