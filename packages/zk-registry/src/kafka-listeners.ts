@@ -3,19 +3,9 @@
  * layout): ephemeral `/brokers/kafka/<brokerId>` = `<host>:<port>`, the address Kafka clients
  * are given in Metadata and FindCoordinator answers. A broker without `--kafka-port` has none.
  */
-import { checkBrokerId, parseBrokerId } from './paths.js';
+import { kafkaListenerPath, kafkaListenersPath, parseBrokerId } from './paths.js';
 import { ZkError } from './errors.js';
 import type { ZkClient } from './zk-client.js';
-
-/** Parent of the Kafka listener registrations. */
-export function kafkaListenersPath(): string {
-  return '/brokers/kafka';
-}
-
-/** The Kafka listener registration of one broker. */
-export function kafkaListenerPath(brokerId: number): string {
-  return `${kafkaListenersPath()}/${checkBrokerId(brokerId)}`;
-}
 
 /** A live broker's Kafka listener. */
 export interface KafkaListenerInfo {

@@ -129,9 +129,12 @@ describe('the group coordinator in a cluster', () => {
     } finally {
       await zk.close();
     }
-    const d = await klog(['groups', '--zookeeper', zookeeper, '--describe', group]);
+    const d = await klog(['groups', '--zookeeper', zookeeper, '--describe', group, '--json']);
     expect(d.code, d.stderr).toBe(0);
-    expect(d.stdout.toString()).toMatch(/spread/);
+    type Row = { topic: string; brokerId: number; partition: number; offset: number | null; logEnd: number | null; lag: number | null };
+    const described = JSON.parse(d.stdout.toString()) as { partitions: Row[] };
+    const row = described.partitions.find((p) => p.topic === 'spread' && p.brokerId === 1 && p.partition === 0);
+    expect(row).toMatchObject({ offset: 0, logEnd: 11, lag: 11 }); // one message of 1 byte
 
     // b goes silent: after its session timeout (4 s) it is no member, and a is asked to rejoin.
     await sleep(2500);
