@@ -35,19 +35,25 @@ export class GroupCoordinator {
   }
 
   /**
-   * The group when this broker coordinates it (created on first use); else the error code:
-   * NOT_COORDINATOR, or INVALID_GROUP_ID for an id that cannot be a ZooKeeper path component.
+   * The group when this broker coordinates it; else the error code: NOT_COORDINATOR, or
+   * INVALID_GROUP_ID for an id that cannot be a ZooKeeper path component. A group without members
+   * is kept only while `join` brings one (a group is forgotten when its last member goes, so
+   * requests naming groups nobody joins hold no memory); otherwise an empty one is handed out.
    */
-  async group(groupId: string): Promise<Group | number> {
+  async group(groupId: string, join = false): Promise<Group | number> {
     try {
       checkGroup(groupId);
     } catch {
       return KafkaErrorCode.InvalidGroupId;
     }
     if ((await this.coordinatorOf(groupId)).nodeId !== this.topology.self.nodeId) return KafkaErrorCode.NotCoordinator;
-    let g = this.groups.get(groupId);
-    if (g === undefined) this.groups.set(groupId, (g = new Group(groupId)));
-    return g;
+    const g = this.groups.get(groupId);
+    if (g !== undefined) return g;
+    const fresh = new Group(groupId, () => {
+      if (this.groups.get(groupId) === fresh) this.groups.delete(groupId);
+    });
+    if (join) this.groups.set(groupId, fresh);
+    return fresh;
   }
 
   /**

@@ -46,7 +46,7 @@ export interface SyncAnswer {
   readonly assignment: Buffer;
 }
 
-/** One consumer group. Calls `onEmpty` when its last member goes. */
+/** One consumer group. */
 export class Group {
   state: GroupState = 'Empty';
   generation = 0;
@@ -56,7 +56,11 @@ export class Group {
   private readonly members = new Map<string, Member>();
   private rebalanceTimer: NodeJS.Timeout | undefined;
 
-  constructor(readonly groupId: string) {}
+  constructor(
+    readonly groupId: string,
+    /** Called when the last member goes (the group is Empty again). */
+    private readonly onEmpty: () => void = () => {},
+  ) {}
 
   /** Member ids, in join order. */
   memberIds(): string[] {
@@ -72,8 +76,10 @@ export class Group {
 
   /** JoinGroup: resolves when the rebalance completes (or at once with an error). */
   join(req: JoinRequest): Promise<JoinGroupResponse> {
-    const refuse = (errorCode: number): Promise<JoinGroupResponse> =>
-      Promise.resolve({ errorCode, generationId: -1, protocolName: '', leader: '', memberId: req.memberId, members: [] });
+    const refuse = (errorCode: number): Promise<JoinGroupResponse> => {
+      if (this.members.size === 0) this.onEmpty();
+      return Promise.resolve({ errorCode, generationId: -1, protocolName: '', leader: '', memberId: req.memberId, members: [] });
+    };
     if (req.protocols.length === 0) return refuse(KafkaErrorCode.InconsistentGroupProtocol);
     if (this.members.size > 0) {
       if (req.protocolType !== this.protocolType) return refuse(KafkaErrorCode.InconsistentGroupProtocol);
@@ -175,6 +181,7 @@ export class Group {
       this.state = 'Empty';
       this.generation++;
       this.leader = '';
+      this.onEmpty();
       return;
     }
     this.prepareRebalance();

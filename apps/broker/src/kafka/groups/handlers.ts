@@ -36,11 +36,12 @@ export async function handleFindCoordinator(k: KafkaContext, h: RequestHeader, r
 /** JoinGroup v0: answered when the rebalance completes. */
 export async function handleJoinGroup(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
   const req = decodeJoinGroupRequest(r);
-  const g = await k.groups.group(req.groupId);
+  const timeoutOk = req.sessionTimeoutMs >= minSessionTimeoutMs && req.sessionTimeoutMs <= maxSessionTimeoutMs;
+  const g = await k.groups.group(req.groupId, timeoutOk);
   const fail = (errorCode: number): Buffer =>
     encodeJoinGroupResponse(h.correlationId, { errorCode, generationId: -1, protocolName: '', leader: '', memberId: req.memberId, members: [] });
   if (typeof g === 'number') return fail(g);
-  if (req.sessionTimeoutMs < minSessionTimeoutMs || req.sessionTimeoutMs > maxSessionTimeoutMs) return fail(KafkaErrorCode.InvalidSessionTimeout);
+  if (!timeoutOk) return fail(KafkaErrorCode.InvalidSessionTimeout);
   const answer = await g.join({ ...req, clientId: h.clientId ?? '' });
   if (answer.errorCode === KafkaErrorCode.InconsistentGroupProtocol) {
     k.broker.logger.warn({ group: req.groupId, protocolType: req.protocolType, protocols: req.protocols.map((p) => p.name) }, 'Kafka JoinGroup refused: no protocol (assignor) in common with the group');
