@@ -24,6 +24,7 @@
  * | `auto.offset.reset` | autoOffsetReset |
  * | `drop.one.in` | dropOneIn |
  * | `audit.window.ms` (0: no audit) / `audit.topic` | auditWindowMs / auditTopic |
+ * | `metrics.port` / `metrics.host` | metricsPort / metricsHost |
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseProperties } from 'dot-properties';
@@ -87,6 +88,10 @@ export interface MirrorConfig {
   auditWindowMs: number;
   /** The audit topic: never mirrored, counts published to it in the target; default `__audit`. */
   auditTopic: string;
+  /** Port of the Prometheus `/metrics` endpoint (docs/metrics.md); 0 picks a free one, which is logged; absent: none. */
+  metricsPort?: number;
+  /** Address the metrics endpoint listens on; default 127.0.0.1. */
+  metricsHost: string;
 }
 
 export const defaultMirrorConfig = {
@@ -108,6 +113,7 @@ export const defaultMirrorConfig = {
   dropOneIn: 0,
   auditWindowMs: defaultAuditWindowMs,
   auditTopic: defaultAuditTopic,
+  metricsHost: '127.0.0.1',
 } as const satisfies Partial<MirrorConfig>;
 
 /** Numeric settings: field, properties key, least value. */
@@ -128,7 +134,11 @@ const numeric: ReadonlyArray<readonly [keyof MirrorConfig, string, number]> = [
   ['rebalanceBackoffMs', 'rebalance.backoff.ms', 0],
   ['dropOneIn', 'drop.one.in', 0],
   ['auditWindowMs', 'audit.window.ms', 0],
+  ['metricsPort', 'metrics.port', 0],
 ];
+
+/** Numeric settings that may be absent. */
+const optionalNumeric = new Set<keyof MirrorConfig>(['metricsPort']);
 
 const stringKeys: ReadonlyArray<readonly [keyof MirrorConfig, string[]]> = [
   ['target', ['target']],
@@ -137,6 +147,7 @@ const stringKeys: ReadonlyArray<readonly [keyof MirrorConfig, string[]]> = [
   ['blacklist', ['blacklist']],
   ['autoOffsetReset', ['auto.offset.reset']],
   ['auditTopic', ['audit.topic']],
+  ['metricsHost', ['metrics.host']],
 ];
 
 /**
@@ -226,8 +237,11 @@ export function resolveConfig(partial: Partial<MirrorConfig>): MirrorConfig {
   if ((c.whitelist === undefined) === (c.blacklist === undefined)) throw new ConfigError('give exactly one of --whitelist and --blacklist');
   topicFilter(c);
   for (const [field, where, least] of numeric) {
-    parseIntSetting((c as unknown as Record<string, unknown>)[field], where, least);
+    const value = (c as unknown as Record<string, unknown>)[field];
+    if (value === undefined && optionalNumeric.has(field)) continue;
+    parseIntSetting(value, where, least);
   }
+  if (c.metricsPort !== undefined && c.metricsPort > 65535) throw new ConfigError(`metrics.port ${c.metricsPort} is above 65535`);
   if (c.acks !== 1 && c.acks !== 2) throw new ConfigError(`acks ${String(c.acks)} must be 1 or 2 (the mirror commits only what the target acknowledged)`);
   if (c.auditWindowMs !== 0 && c.auditWindowMs < minAuditWindowMs) throw new ConfigError(`audit.window.ms ${c.auditWindowMs} must be 0 (no audit) or at least ${minAuditWindowMs}`);
   try {

@@ -57,8 +57,18 @@ export function targetRecord(m: SourceMessage): ZkProducerRecord {
   };
 }
 
+/** What {@link SourceMirror.stats} gives. */
+export interface MirrorStats {
+  readonly copied: number;
+  readonly dropped: number;
+  readonly inFlight: number;
+  readonly gaps: number;
+  readonly gapBytes: number;
+  readonly partitions: readonly PartitionStats[];
+}
+
 /** One source partition in a progress log line. */
-interface PartitionStats {
+export interface PartitionStats {
   topic: string;
   brokerId: number;
   partition: number;
@@ -98,6 +108,10 @@ export class SourceMirror {
   private lastStats = { t: Date.now(), acked: 0 };
   /** Gaps reported since start. */
   gaps = 0;
+  /** Bytes of source log lost in those gaps. */
+  gapBytes = 0;
+  /** The owned partitions as the last progress line found them (every `stats.interval.ms`). */
+  private lastPartitions: readonly PartitionStats[] = [];
 
   constructor(
     readonly source: string,
@@ -125,6 +139,15 @@ export class SourceMirror {
     await this.watch.ready;
     this.commitTimer = setInterval(() => void this.commit(), this.config.commitIntervalMs);
     this.statsTimer = setInterval(() => void this.logStats(), this.config.statsIntervalMs);
+  }
+
+  /**
+   * What the metrics serve: messages copied (acknowledged by the target), dropped by the
+   * `dropOneIn` testing aid and in flight, gaps and their bytes, and the owned partitions as the
+   * last progress line found them (lag in bytes, refreshed every `statsIntervalMs`).
+   */
+  stats(): MirrorStats {
+    return { copied: this.sender.acked, dropped: this.sender.dropped, inFlight: this.sender.outstanding, gaps: this.gaps, gapBytes: this.gapBytes, partitions: this.lastPartitions };
   }
 
   /** The `host:port` of the source's live brokers. */
@@ -329,6 +352,7 @@ export class SourceMirror {
     if (e.earliest !== undefined && e.from < e.earliest) {
       this.gaps++;
       const to = e.to ?? e.earliest;
+      this.gapBytes += to - e.from;
       this.logger.error(
         { ...where, lostFrom: e.from, lostTo: to, lost: `[${e.from}, ${to})`, earliest: e.earliest, end: e.end },
         `gap: source retention deleted ${e.topic} ${e.brokerId}-${e.partition} offsets [${e.from}, ${to}) before they were mirrored; continuing from ${to}`,
@@ -370,6 +394,7 @@ export class SourceMirror {
         inFlight: p?.pending ?? 0,
       });
     }
+    this.lastPartitions = partitions;
     const lag = partitions.reduce((n, p) => n + (p.lag ?? 0), 0);
     this.logger.info(
       { source: this.source, rate: Math.round(rate), acked, inFlight: this.sender.outstanding, retrying: this.sender.isRetrying, lagBytes: lag, partitions },

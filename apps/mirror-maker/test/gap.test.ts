@@ -1,6 +1,7 @@
 /**
  * Source retention deleting data the mirror had not copied yet: the mirror logs an error naming
- * the topic, the broker-partition and the lost offset range, then goes on mirroring.
+ * the topic, the broker-partition and the lost offset range, then goes on mirroring; its metrics
+ * port counts the gap, its bytes and the messages copied, and shows the lag.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { SimpleConsumer } from '@klog/client';
@@ -36,7 +37,7 @@ describe('klog-mirror-maker and source retention', () => {
       expect(lost[0]!.offset).toBe(committed);
       await waitFor('retention to delete the uncopied messages', async () => (await offsets.earliestOffset('logs', 0)) === end2, 20_000);
 
-      mirror = await new MirrorProcess(args).mirroring(1);
+      mirror = await new MirrorProcess([...args, '--metrics-port', '0']).mirroring(1);
       await waitFor('the gap error', () => mirror.logs(/^gap:/).length > 0, 20_000);
       const gap = mirror.logs(/^gap:/)[0]!;
       console.log(`gap: ${gap.msg}`);
@@ -50,6 +51,25 @@ describe('klog-mirror-maker and source retention', () => {
         const got = countValues(await reader.poll(['logs']));
         return after.every((s) => got.has(s.value));
       }, 30_000);
+      // The metrics port: the gap and its bytes, the messages copied, and the lag once caught up.
+      await waitFor('the metrics port', () => mirror.logs(/^mirror maker started$/).length > 0);
+      const metricsUrl = `http://127.0.0.1:${mirror.logs(/^mirror maker started$/)[0]!.metricsPort as number}/metrics`;
+      const sample = (text: string, name: string, labels: string): number | undefined => {
+        const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
+        return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+      };
+      const bySource = `source="${source.zookeeper}"`;
+      let text = '';
+      await waitFor('lag 0 in the metrics', async () => {
+        text = await (await fetch(metricsUrl)).text();
+        return sample(text, 'klog_mirror_lag_bytes', bySource) === 0 && sample(text, 'klog_mirror_partition_lag_bytes', `${bySource},topic="logs",partition="0-0"`) === 0;
+      }, 20_000);
+      expect(sample(text, 'klog_mirror_gaps_total', bySource)).toBe(1);
+      expect(sample(text, 'klog_mirror_gap_bytes_total', bySource)).toBe(end2 - committed);
+      expect(sample(text, 'klog_mirror_messages_copied_total', bySource)).toBe(after.length);
+      expect(sample(text, 'klog_mirror_messages_in_flight', bySource)).toBe(0);
+      expect(text).toMatch(/^process_cpu_user_seconds_total /m);
+
       const counts = countValues(await reader.poll(['logs']));
       expect(first.every((s) => counts.get(s.value) === 1)).toBe(true);
       expect(lost.some((s) => counts.has(s.value))).toBe(false);
