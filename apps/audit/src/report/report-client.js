@@ -4,7 +4,7 @@
  * two Chart.js charts: the counts of every tier per window (#chart-<i>), and each tier's
  * difference from the tier it is compared with (#chart-diff-<i>: bars below zero are messages
  * missing, above zero duplicates), so that losing 20 of 2,000 shows. Once every chart is drawn it
- * sets `data-charts-ready="<number of charts>"` on <body>. Plain ES5 for any browser.
+ * sets `data-charts-ready="<number of charts>"` on <body>. A plain script (no modules, no build step).
  */
 /* global Chart */
 (function () {
@@ -114,34 +114,17 @@
         order: 0
       });
     });
-    new Chart(canvas, {
-      type: 'line',
-      data: { labels: t.labels, datasets: datasets },
-      plugins: [bands, ready],
-      options: {
-        animation: false,
-        responsive: true,
-        maintainAspectRatio: false,
-        interaction: { mode: 'index', intersect: false },
-        scales: {
-          x: { offset: true, title: { display: true, text: 'window start (UTC)' }, ticks: { maxRotation: 0, autoSkip: true } },
-          y: { beginAtZero: true, title: { display: true, text: 'messages' }, ticks: { precision: 0 } }
-        },
-        plugins: {
-          auditBands: { topic: index },
-          legend: { position: 'top', labels: { usePointStyle: true, boxHeight: 8, sort: byDataset } },
-          tooltip: {
-            filter: function (item) { return !item.dataset.marker; },
-            itemSort: byDataset,
-            callbacks: {
-              title: function (items) { return items.length ? t.windows[items[0].dataIndex] + ' (' + t.statuses[items[0].dataIndex] + ')' : ''; },
-              label: function (item) {
-                var s = t.series[item.datasetIndex], d = s.diffs[item.dataIndex];
-                return s.tier + ': ' + fmt(s.counts[item.dataIndex]) + (d === null || d === undefined ? '' : ' (' + signed(d) + ')') + (s.partial[item.dataIndex] ? ' (partial)' : '');
-              }
-            }
-          }
-        }
+    draw(canvas, 'line', t, index, datasets, {
+      interaction: { mode: 'index', intersect: false },
+      scales: {
+        x: { offset: true, title: { display: true, text: 'window start (UTC)' }, ticks: { maxRotation: 0, autoSkip: true } },
+        y: { beginAtZero: true, title: { display: true, text: 'messages' }, ticks: { precision: 0 } }
+      },
+      legend: { position: 'top', labels: { usePointStyle: true, boxHeight: 8, sort: byDataset } },
+      tooltip: { filter: function (item) { return !item.dataset.marker; }, itemSort: byDataset },
+      label: function (item) {
+        var s = t.series[item.datasetIndex], d = s.diffs[item.dataIndex];
+        return s.tier + ': ' + fmt(s.counts[item.dataIndex]) + (d === null || d === undefined ? '' : ' (' + signed(d) + ')') + (s.partial[item.dataIndex] ? ' (partial)' : '');
       }
     });
     drawDifferences(t, index);
@@ -164,29 +147,29 @@
         })
       };
     });
-    new Chart(canvas, {
-      type: 'bar',
-      data: { labels: t.labels, datasets: datasets },
-      plugins: [bands, ready],
-      options: {
-        animation: false,
-        responsive: true,
-        maintainAspectRatio: false,
-        scales: {
-          x: { title: { display: true, text: 'window start (UTC)' }, ticks: { maxRotation: 0, autoSkip: true } },
-          y: { suggestedMin: -1, suggestedMax: 1, title: { display: true, text: 'difference from compared tier' }, ticks: { precision: 0 } }
-        },
-        plugins: {
-          auditBands: { topic: index },
-          legend: { position: 'top' },
-          tooltip: {
-            callbacks: {
-              title: function (items) { return items.length ? t.windows[items[0].dataIndex] + ' (' + t.statuses[items[0].dataIndex] + ')' : ''; },
-              label: function (item) { var d = item.raw; return item.dataset.label + ': ' + (d === null ? 'none' : signed(d)); }
-            }
-          }
-        }
+    draw(canvas, 'bar', t, index, datasets, {
+      scales: {
+        x: { title: { display: true, text: 'window start (UTC)' }, ticks: { maxRotation: 0, autoSkip: true } },
+        y: { suggestedMin: -1, suggestedMax: 1, title: { display: true, text: 'difference from compared tier' }, ticks: { precision: 0 } }
+      },
+      legend: { position: 'top' },
+      tooltip: {},
+      label: function (item) { var d = item.raw; return item.dataset.label + ': ' + (d === null ? 'none' : signed(d)); }
+    });
+  }
+
+  // One chart of topic t: what both kinds share (no animation, the window bands, the ready
+  // hook, a tooltip titled with the window and its status), then the kind's scales, legend,
+  // tooltip options and label.
+  function draw(canvas, type, t, index, datasets, kind) {
+    var tooltip = Object.assign({}, kind.tooltip, {
+      callbacks: {
+        title: function (items) { return items.length ? t.windows[items[0].dataIndex] + ' (' + t.statuses[items[0].dataIndex] + ')' : ''; },
+        label: kind.label
       }
     });
+    var options = { animation: false, responsive: true, maintainAspectRatio: false, scales: kind.scales, plugins: { auditBands: { topic: index }, legend: kind.legend, tooltip: tooltip } };
+    if (kind.interaction) options.interaction = kind.interaction;
+    new Chart(canvas, { type: type, data: { labels: t.labels, datasets: datasets }, plugins: [bands, ready], options: options });
   }
 })();
