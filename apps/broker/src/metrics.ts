@@ -12,7 +12,7 @@
  * | `klog_messages_out_estimated_total` | counter | topic | messages sent, estimated: bytes out × messages in / bytes in of the topic since start |
  * | `klog_fetch_responses_total` | counter | topic | fetch answers with data (one per partition of a MULTIFETCH) |
  * | `klog_requests_total` | counter | type | requests by request type name (Fetch, Produce, ...) |
- * | `klog_request_duration_seconds` | histogram | type | time from a request's frame to its response being ready (requests with a response; a long poll's wait included) |
+ * | `klog_request_duration_seconds` | histogram | type | frame in to response ready (requests with a response; a long poll's wait included) |
  * | `klog_errors_total` | counter | code | error responses and rejected requests (fire-and-forget sets too), by error code name |
  * | `klog_connections_open` | gauge | | client connections open |
  * | `klog_long_polls_waiting` | gauge | | fetches waiting at the log end for data |

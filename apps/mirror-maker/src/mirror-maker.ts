@@ -95,12 +95,12 @@ export class MirrorMaker {
     }, selfCheckIntervalMs);
     this.selfCheck.unref();
     if (this.config.metricsPort !== undefined) {
-      ({ server: this.metricsServer, port: this.metricsPort } = await serveMirrorMetrics(mirrorMetrics(this.sources), this.config.metricsHost, this.config.metricsPort));
+      const registry = mirrorMetrics(this.sources);
+      ({ server: this.metricsServer, port: this.metricsPort } = await serveMirrorMetrics(registry, this.config.metricsHost, this.config.metricsPort));
     }
-    this.logger.info(
-      { sources: this.config.sources, target: this.config.target, group: this.config.group, whitelist: this.config.whitelist, blacklist: this.config.blacklist, ...(this.metricsPort !== undefined && { metricsPort: this.metricsPort }) },
-      'mirror maker started',
-    );
+    const { sources, target, group, whitelist, blacklist } = this.config;
+    const metrics = this.metricsPort !== undefined ? { metricsPort: this.metricsPort } : {};
+    this.logger.info({ sources, target, group, whitelist, blacklist, ...metrics }, 'mirror maker started');
   }
 
   /** The error naming a source that shares brokers with the target, or undefined when none does. */

@@ -147,7 +147,8 @@ export class SourceMirror {
    * last progress line found them (lag in bytes, refreshed every `statsIntervalMs`).
    */
   stats(): MirrorStats {
-    return { copied: this.sender.acked, dropped: this.sender.dropped, inFlight: this.sender.outstanding, gaps: this.gaps, gapBytes: this.gapBytes, partitions: this.lastPartitions };
+    const { acked: copied, dropped, outstanding: inFlight } = this.sender;
+    return { copied, dropped, inFlight, gaps: this.gaps, gapBytes: this.gapBytes, partitions: this.lastPartitions };
   }
 
   /** The `host:port` of the source's live brokers. */

@@ -102,6 +102,7 @@ export class MessageSetIterator implements IterableIterator<MessageAndOffset> {
   #stop: MessageSetStop | undefined;
   readonly #checkEachCrc: boolean;
   readonly #wrapper: WrapperPlace | undefined;
+  #decompressed = 0;
 
   /**
    * Checks `buf[0, end)` (never throws): lengths and magic bytes, and the CRCs unless `badCrc`
@@ -233,7 +234,24 @@ export class MessageSetIterator implements IterableIterator<MessageAndOffset> {
   async openWrapper(maxBytes: number): Promise<MessageSetIterator | undefined> {
     const inner = await decompressWrapper({ attributes: this.attributes, payload: this.payload() }, maxBytes);
     if (inner === undefined) return undefined;
+    this.#decompressed = inner.length;
     return new MessageSetIterator(inner, {}, { offset: this.offset, nextOffset: this.nextOffset });
+  }
+
+  /**
+   * Makes the message at `position` (`size` bytes) the current one: for {@link readMessageSet},
+   * which steps over plain messages itself. `position` must be a message boundary below
+   * {@link validBytes}.
+   */
+  moveTo(position: number, size: number): this {
+    this.position = position;
+    this.size = size;
+    return this;
+  }
+
+  /** Bytes the last {@link openWrapper} decompressed (0 before any). */
+  get decompressedBytes(): number {
+    return this.#decompressed;
   }
 
   /** Stops the walk at the current message (a caller that found it invalid: a bad header, a wrapper that does not open). */
@@ -309,45 +327,63 @@ export interface ReadMessageSetOptions {
  */
 export async function readMessageSet(buf: Buffer, options: ReadMessageSetOptions): Promise<MessageSetRead> {
   const it = new MessageSetIterator(buf, { baseOffset: options.baseOffset });
+  const base = it.baseOffset;
+  const end = it.validBytes;
   const messages: LogMessage[] = [];
-  let nextOffset = it.baseOffset;
   let budget = options.maxDecompressedBytes;
-  while (it.advance()) {
-    if ((it.attributes & (hasHeaderAttribute | compressionCodecMask)) === 0) {
-      messages.push({ offset: it.offset, nextOffset: it.nextOffset, payload: it.payload() });
-    } else if (it.codec === CompressionCodec.None) {
-      const m = logMessage(it);
-      if (m === undefined) break;
-      messages.push(m);
-    } else {
-      let inner: MessageSetIterator | undefined;
-      try {
-        inner = await it.openWrapper(budget);
-      } catch (e) {
-        if (!(e instanceof ProtocolError)) throw e;
-        it.stopHere('invalid', e.message);
-        break;
-      }
-      if (inner === undefined) {
-        it.stopHere('overBudget', `the compressed set decompresses to more than the ${budget} bytes left of maxDecompressedBytes`);
-        break;
-      }
-      budget -= inner.buf.length;
-      const whole = messages.length;
-      while (inner.advance()) {
-        const m = logMessage(inner);
-        if (m === undefined) break;
-        messages.push(m);
-      }
-      if (inner.stop !== undefined) {
-        messages.length = whole;
-        it.stopHere('invalid', inner.stop.reason);
-        break;
-      }
+  let pos = 0;
+  // The hot path, a plain message, is stepped here without the cursor; the cursor is moved to a
+  // message with a header or a wrapper, to read it.
+  while (pos < end) {
+    const size = lengthFieldBytes + ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!);
+    if ((buf[pos + 5]! & (hasHeaderAttribute | compressionCodecMask)) === 0) {
+      messages.push({ offset: base + pos, nextOffset: base + pos + size, payload: bufferView(buf, pos + messageOverheadBytes, pos + size) });
+    } else if (!(await readOne(it.moveTo(pos, size), messages, budget))) {
+      break;
+    } else if (it.codec !== CompressionCodec.None) {
+      budget -= it.decompressedBytes;
     }
-    nextOffset = it.nextOffset;
+    pos += size;
   }
+  const nextOffset = base + pos;
   return it.stop === undefined ? { messages, nextOffset } : { messages, nextOffset, stop: it.stop };
+}
+
+/**
+ * Reads the current message of `it`, a message with a metadata header or a wrapper, into
+ * `messages`; for a wrapper, all of its inner messages or none.
+ * @returns false, with the walk stopped there, when it cannot be read
+ */
+async function readOne(it: MessageSetIterator, messages: LogMessage[], budget: number): Promise<boolean> {
+  if (it.codec === CompressionCodec.None) {
+    const m = logMessage(it);
+    if (m !== undefined) messages.push(m);
+    return m !== undefined;
+  }
+  let inner: MessageSetIterator | undefined;
+  try {
+    inner = await it.openWrapper(budget);
+  } catch (e) {
+    if (!(e instanceof ProtocolError)) throw e;
+    it.stopHere('invalid', e.message);
+    return false;
+  }
+  if (inner === undefined) {
+    it.stopHere('overBudget', `the compressed set decompresses to more than the ${budget} bytes left of maxDecompressedBytes`);
+    return false;
+  }
+  const whole = messages.length;
+  while (inner.advance()) {
+    const m = logMessage(inner);
+    if (m === undefined) break;
+    messages.push(m);
+  }
+  if (inner.stop !== undefined) {
+    messages.length = whole;
+    it.stopHere('invalid', inner.stop.reason);
+    return false;
+  }
+  return true;
 }
 
 /** The current message of `it` as a {@link LogMessage}; undefined, with the walk stopped there, for a bad metadata header. */

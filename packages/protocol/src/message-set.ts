@@ -16,7 +16,6 @@ import {
   firstBadMessageCrc,
   lengthFieldBytes,
   messageHeaderBytes,
-  messageOverheadBytes,
   messageSizeInBytes,
   writeMessage,
   writeMessageCrcs,

@@ -6,7 +6,7 @@
  * missing, above zero duplicates), so that losing 20 of 2,000 shows. Once every chart is drawn it
  * sets `data-charts-ready="<number of charts>"` on <body>. A plain script (no modules, no build step).
  */
-/* global Chart */
+/* global Chart, document */
 (function () {
   'use strict';
   var data = JSON.parse(document.getElementById('audit-data').textContent);
@@ -168,7 +168,13 @@
         label: kind.label
       }
     });
-    var options = { animation: false, responsive: true, maintainAspectRatio: false, scales: kind.scales, plugins: { auditBands: { topic: index }, legend: kind.legend, tooltip: tooltip } };
+    var options = {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      scales: kind.scales,
+      plugins: { auditBands: { topic: index }, legend: kind.legend, tooltip: tooltip }
+    };
     if (kind.interaction) options.interaction = kind.interaction;
     new Chart(canvas, { type: type, data: { labels: t.labels, datasets: datasets }, plugins: [bands, ready], options: options });
   }
