@@ -25,6 +25,7 @@
  * | `drop.one.in` | dropOneIn |
  * | `audit.window.ms` (0: no audit) / `audit.topic` | auditWindowMs / auditTopic |
  * | `metrics.port` / `metrics.host` | metricsPort / metricsHost |
+ * | `on.gap` (`fail` or `continue`) | onGap |
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseProperties } from 'dot-properties';
@@ -92,6 +93,12 @@ export interface MirrorConfig {
   metricsPort?: number;
   /** Address the metrics endpoint listens on; default 127.0.0.1. */
   metricsHost: string;
+  /**
+   * What a gap does (source retention deleted messages before they were copied): `fail` (the
+   * default) stops the mirror with exit code 1 and commits nothing past the gap; `continue` logs
+   * it as an error and copies on from the earliest offset kept.
+   */
+  onGap: 'fail' | 'continue';
 }
 
 export const defaultMirrorConfig = {
@@ -114,6 +121,7 @@ export const defaultMirrorConfig = {
   auditWindowMs: defaultAuditWindowMs,
   auditTopic: defaultAuditTopic,
   metricsHost: '127.0.0.1',
+  onGap: 'fail',
 } as const satisfies Partial<MirrorConfig>;
 
 /** Numeric settings: field, properties key, least value. */
@@ -148,6 +156,7 @@ const stringKeys: ReadonlyArray<readonly [keyof MirrorConfig, string[]]> = [
   ['autoOffsetReset', ['auto.offset.reset']],
   ['auditTopic', ['audit.topic']],
   ['metricsHost', ['metrics.host']],
+  ['onGap', ['on.gap']],
 ];
 
 /**
@@ -249,6 +258,7 @@ export function resolveConfig(partial: Partial<MirrorConfig>): MirrorConfig {
   } catch (err) {
     throw new ConfigError(`audit.topic: ${(err as Error).message}`);
   }
+  if (c.onGap !== 'fail' && c.onGap !== 'continue') throw new ConfigError(`on.gap ${String(c.onGap)} must be fail or continue`);
   if (c.autoOffsetReset !== 'smallest' && c.autoOffsetReset !== 'largest') {
     throw new ConfigError(`auto.offset.reset ${String(c.autoOffsetReset)} must be smallest or largest`);
   }

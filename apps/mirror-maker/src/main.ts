@@ -46,6 +46,7 @@ const program = new Command('klog-mirror-maker')
   .option('--audit-topic <topic>', 'the audit topic: never mirrored; counts go to it in the target (default __audit)')
   .option('--metrics-port <port>', 'serve Prometheus metrics (copied, lag, gaps) on this port, 0 picks a free one (metrics.port)', int('--metrics-port'))
   .option('--metrics-host <host>', 'address of the metrics endpoint (default 127.0.0.1)')
+  .option('--on-gap <what>', 'when source retention deleted messages before they were copied: fail (default: exit 1, commit nothing past the gap) or continue (log it, copy on)')
   .option('--log-level <level>', 'pino level (default info)')
   .showHelpAfterError(false);
 
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
   const keys: (keyof MirrorConfig)[] = [
     'target', 'group', 'whitelist', 'blacklist', 'numStreams', 'commitIntervalMs', 'statsIntervalMs', 'releaseFlushTimeoutMs',
     'shutdownTimeoutMs', 'maxInFlightMessages', 'retryBackoffMs', 'retryBackoffMaxMs', 'acks', 'batchSize', 'lingerMs',
-    'zkSessionTimeoutMs', 'rebalanceMaxRetries', 'rebalanceBackoffMs', 'autoOffsetReset', 'dropOneIn', 'auditWindowMs', 'auditTopic',
+    'zkSessionTimeoutMs', 'rebalanceMaxRetries', 'rebalanceBackoffMs', 'autoOffsetReset', 'dropOneIn', 'auditWindowMs', 'auditTopic', 'onGap',
     'metricsPort', 'metricsHost',
   ];
   for (const k of keys) if (o[k] !== undefined) (settings as Record<string, unknown>)[k] = o[k];

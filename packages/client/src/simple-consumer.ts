@@ -35,6 +35,7 @@ import {
 import { Connection } from './connection.js';
 import { DecompressedTooLargeError, KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError } from './errors.js';
 import { sleep } from './sleep.js';
+import { Backoff } from '@klog/retry';
 
 /** Options of a {@link SimpleConsumer}. */
 export interface SimpleConsumerOptions {
@@ -313,7 +314,7 @@ export class SimpleConsumer {
     const maxWaitMs = options.maxWaitMs ?? defaultMaxWaitMs;
     const maxIdleBackoffMs = options.maxIdleBackoffMs ?? defaultMaxIdleBackoffMs;
     let offset = options.offset;
-    let backoffMs = 0;
+    const idleBackoff = new Backoff({ initialMs: Math.min(minIdleBackoffMs, maxIdleBackoffMs), maxMs: maxIdleBackoffMs, jitter: 0 });
     while (!signal?.aborted) {
       const started = Date.now();
       const r = await untilAborted(this.fetchWhole({ topic, partition, offset, maxBytes: fetchBytes, maxWaitMs }), signal);
@@ -321,7 +322,7 @@ export class SimpleConsumer {
       if (r.messages.length > 0) {
         if (last) last.full = r.bytes >= r.maxBytes;
         offset = r.nextOffset;
-        backoffMs = 0;
+        idleBackoff.reset();
         yield r.messages;
         continue;
       }
@@ -332,8 +333,7 @@ export class SimpleConsumer {
       }
       // Nothing new at the log end.
       if (Date.now() - started < maxWaitMs || maxWaitMs === 0) {
-        backoffMs = Math.min(Math.max(backoffMs * 2, minIdleBackoffMs), maxIdleBackoffMs);
-        if (!(await sleep(backoffMs, signal))) return;
+        if (!(await sleep(idleBackoff.next(), signal))) return;
       }
     }
   }
