@@ -52,6 +52,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const metrics = new BrokerMetrics(readPath, logs);
   const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal };
   const connections = new Set<Connection>();
+  metrics.countConnections(() => connections.size);
   const server: Server = createServer((socket) => {
     const c = new Connection(ctx, socket);
     connections.add(c);
