@@ -15,3 +15,5 @@ export * from './segment.js';
 export * from './send-region.js';
 export * from './segment-list.js';
 export * from './log-dir-lock.js';
+export * from './flusher.js';
+export * from './sync-check.js';
