@@ -1,8 +1,9 @@
 /**
  * Slow readers do not starve the flushes (docs/architecture.md, "Flush"): fetches sent with
  * sendfile(2) to consumers that read slowly hold libuv's thread pool, but fdatasync runs on the
- * flusher's own threads, so a produce with acks 2 is answered as fast with 8 slow readers as
- * without them.
+ * flusher's own threads, and small answers are copied rather than sent through the pool, so a
+ * produce with acks 2, and a long poll at the log end, are answered as fast with 8 slow readers
+ * as without them.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
@@ -82,5 +83,22 @@ describe.skipIf(!sendfileSupport.available || flusherKind !== 'native')('slow se
     const withReaders = await ackedMedianMs(c, 'acked', 30);
     // Before, each fdatasync waited behind the readers' sends (up to 100 ms each) for a pool thread.
     expect(withReaders).toBeLessThan(Math.max(40, alone * 4));
+
+    // A consumer at the log end is answered as fast: a small answer never waits for the pool either.
+    const consumer = await WireClient.connect(broker.port);
+    clients.push(consumer);
+    const ms: number[] = [];
+    let offset = broker.logs.getLog('acked', 0)!.visibleEnd;
+    for (let i = 0; i < 20; i++) {
+      const poll = consumer.request(encodeFetchRequest({ topic: 'acked', partition: 0, offset, maxBytes: 1 << 20, maxWaitMs: 5000 }));
+      const t0 = performance.now();
+      const sent = await c.request(encodeProduceAckRequest({ acks: AckLevel.Appended, partitions: [{ topic: 'acked', partition: 0, messages: encodeMessageSet([Buffer.alloc(200, 2)]) }] }));
+      const r = await poll;
+      ms.push(performance.now() - t0);
+      expect(r.body.length).toBeGreaterThan(0);
+      offset = decodeProduceAckResponse(new Decoder(sent.body))[0]!.nextOffset;
+    }
+    ms.sort((a, b) => a - b);
+    expect(ms[10]).toBeLessThan(Math.max(40, alone * 4));
   }, 60_000);
 });

@@ -70,6 +70,15 @@ export interface SendRegionOptions {
   readonly maxWaitSliceMs?: number;
 }
 
+/**
+ * Regions up to this many bytes are better copied into the response than sent (64 KiB): one
+ * read of bytes just flushed, so in the page cache, costs less than a trip through libuv's
+ * thread pool, and it cannot queue behind sendfile(2) sends to slow readers there. A long poll
+ * answered at the log end usually carries a few messages, so this is the latency path
+ * (docs/architecture.md, "Flush").
+ */
+export const inlineRegionMaxBytes = 64 * 1024;
+
 /** Read-write buffer size: large enough for few syscalls, small enough to pool. */
 export const readWriteChunkBytes = 256 * 1024;
 /** Shared pool of the read-write path: up to 32 idle 256 KiB buffers (8 MiB). */
