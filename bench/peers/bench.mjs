@@ -277,6 +277,13 @@ async function klogConsume(srv, topic, messages) {
   return r;
 }
 
+/** Creates the topic/stream of a latency probe: klog by one message, a peer by its client's setup. */
+async function latencyPrepare(sys, srv, dest) {
+  if (sys.client) return peerClient(sys, srv, 'setup', dest);
+  const args = ['perf', 'produce', '--broker-list', `127.0.0.1:${srv.port}`, '--topic', dest, '--messages', '1', '--size', String(SIZE), '--acks', '1', '--json'];
+  return runJson(join(repoRoot, 'node_modules/.bin/klog'), args, { cwd: repoRoot, timeoutS: 60 });
+}
+
 /** One fixed-rate latency probe: `klog perf latency`, or the peer's client in latency mode. */
 async function latencyProbe(sys, srv, rate, dest) {
   const common = ['--rate', String(rate), '--seconds', String(LATENCY_S), '--warmup-seconds', '1', '--size', String(SIZE)];
@@ -284,7 +291,6 @@ async function latencyProbe(sys, srv, rate, dest) {
   if (!sys.client) {
     return runJson(join(repoRoot, 'node_modules/.bin/klog'), ['perf', 'latency', '--broker', `127.0.0.1:${srv.port}`, '--topic', dest, ...common, '--json'], { cwd: repoRoot, timeoutS });
   }
-  await peerClient(sys, srv, 'setup', dest);
   return runJson(process.execPath, [join(here, 'clients', `${sys.client}.mjs`), 'latency', '--port', String(srv.port), '--dest', dest, '--timeout-s', String(timeoutS), ...common], { cwd: here, timeoutS: timeoutS + 15 });
 }
 
@@ -318,7 +324,7 @@ async function runSystem(sys) {
 
     if (PHASES.has('latency') && sys.latency) {
       log(`${sys.name}: end-to-end latency at ${LATENCY_RATES.join(', ')} msg/s, ${LATENCY_S} s each, ${SIZE} B messages`);
-      res.latency = await latencyPhase({ rates: LATENCY_RATES, srv, probe: (rate, dest) => latencyProbe(sys, srv, rate, dest), log });
+      res.latency = await latencyPhase({ rates: LATENCY_RATES, srv, prepare: (dest) => latencyPrepare(sys, srv, dest), probe: (rate, dest) => latencyProbe(sys, srv, rate, dest), log });
     }
     if (!PHASES.has('throughput')) return res;
     if (sys.client) {

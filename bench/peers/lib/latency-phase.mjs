@@ -28,14 +28,16 @@ export function groupCpuSeconds(pgids) {
 }
 
 /**
- * Runs the probe at each rate. `probe(rate, dest)` runs one (klog perf latency, or a peer client
- * in latency mode) and resolves with its JSON result.
+ * Runs the probe at each rate. `prepare(dest)` creates the topic/stream (not timed, its CPU not
+ * counted); `probe(rate, dest)` runs one (klog perf latency, or a peer client in latency mode)
+ * and resolves with its JSON result.
  * @returns one result per rate, with `brokerCpuPercentOfCore` added
  */
-export async function latencyPhase({ rates, srv, probe, log }) {
+export async function latencyPhase({ rates, srv, prepare, probe, log }) {
   const out = [];
   for (const rate of rates) {
     const dest = `lat${rate}`;
+    await prepare(dest);
     const cpu0 = groupCpuSeconds(srv.pgids);
     const t0 = performance.now();
     try {

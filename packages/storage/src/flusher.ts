@@ -20,6 +20,54 @@ export type FlusherKind = 'native' | 'libuv';
 export const flusherKind: FlusherKind = typeof storageAddon?.fdatasync === 'function' ? 'native' : 'libuv';
 
 /**
+ * Turns to flush, at most `threads` logs at once, the others waiting first come first served.
+ * A log takes its flush's target (the log end) only once it has a turn, so while the disk is
+ * busy a waiting log's flush grows with every append instead of another flush being queued
+ * behind it: with thousands of partitions the flushes stay few and large, and each carries
+ * everything its log got up to the moment its fdatasync starts (docs/format.md §4).
+ */
+export class FlushTurns {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(threads: number) {
+    this.#free = threads;
+  }
+
+  /** Raises the number of turns at once to `threads` (never lowers it). */
+  raise(threads: number, current: number): void {
+    for (let added = Math.max(0, threads - current); added > 0; added--) this.#release();
+  }
+
+  /** Logs waiting for a turn. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** Resolves once the caller has a turn; it must call the returned function exactly once when done. */
+  async take(): Promise<() => void> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#release();
+    };
+  }
+
+  #release(): void {
+    const next = this.#waiting.shift();
+    if (next !== undefined) next();
+    else this.#free++;
+  }
+}
+
+let turnsThreads = defaultFlushThreads;
+/** The process-wide turns, as many at once as `flush.threads`. */
+export const flushTurns = new FlushTurns(defaultFlushThreads);
+
+/**
  * fdatasync(2) of `fd`, on the flusher's threads.
  * @throws the fdatasync error (an Error with `code`, e.g. EIO, ENOSPC)
  */
@@ -31,8 +79,9 @@ export function fdatasyncFile(fd: number): Promise<void> {
 
 /**
  * Sets how many fdatasyncs may run at once, process-wide (`flush.threads`, 1 to
- * {@link maxFlushThreads}). Before the first flush any count may be set; later only raised.
- * A no-op on the libuv fallback (its pool is sized by `UV_THREADPOOL_SIZE`).
+ * {@link maxFlushThreads}): the flusher's threads, and as many {@link flushTurns}. Before the
+ * first flush the threads may be set to any count; later, and for the turns, only raised. On
+ * the libuv fallback only the turns change.
  * @returns the count in force
  * @throws RangeError outside 1 to {@link maxFlushThreads}
  */
@@ -40,7 +89,12 @@ export function setFlushThreads(threads: number): number {
   if (!Number.isSafeInteger(threads) || threads < 1 || threads > maxFlushThreads) {
     throw new RangeError(`flush threads must be an integer from 1 to ${maxFlushThreads}, got ${threads}`);
   }
-  return storageAddon?.setFlushThreads?.(threads) ?? threads;
+  const inForce = storageAddon?.setFlushThreads?.(threads) ?? threads;
+  if (inForce > turnsThreads) {
+    flushTurns.raise(inForce, turnsThreads);
+    turnsThreads = inForce;
+  }
+  return inForce;
 }
 
 /** Process-wide flusher counters: fdatasyncs completed and failed, in flight now and at most. */

@@ -15,6 +15,7 @@ import * as path from 'node:path';
 import { checkLogConfig, defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
 import { LogClosedError, OffsetOutOfRangeError } from './errors.js';
 import { FileRegion } from './file-region.js';
+import { flushTurns } from './flusher.js';
 import { recoverSegment } from './recovery.js';
 import { findSegmentIndex, SegmentList } from './segment-list.js';
 import { parseSegmentFileName, Segment, segmentFileSuffix } from './segment.js';
@@ -205,14 +206,21 @@ export class Log {
    * Makes everything appended so far durable and visible: fdatasync every segment with
    * unsynced bytes, then advance `visibleEnd` to the log end as it was when the sync started,
    * and tell the `onFlush` listeners. Flushes run one at a time; calls made while one runs
-   * share the next one.
+   * share the next one. At most `flush.threads` logs flush at once ({@link flushTurns}); a
+   * flush waiting for its turn takes its target when it gets it.
    * @throws the fdatasync error (`visibleEnd` stays; a retry is scheduled)
    */
   flush(): Promise<void> {
     if (this.#queuedFlush !== undefined) return this.#queuedFlush;
-    const run = this.#flushTail.then(() => {
+    const run = this.#flushTail.then(async () => {
+      // The target is taken once a turn is had: appends made while waiting join this flush.
+      const done = await flushTurns.take();
       this.#queuedFlush = undefined;
-      return this.#syncOnce();
+      try {
+        await this.#syncOnce();
+      } finally {
+        done();
+      }
     });
     this.#queuedFlush = run;
     this.#flushTail = run.catch(() => {});

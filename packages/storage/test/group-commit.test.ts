@@ -102,4 +102,20 @@ describe('group commit', () => {
     expect(visibleUnsyncedBytes(log)).toBe(0);
     await log.close();
   });
+
+  it.skipIf(flusherKind !== 'native')('with many logs runs at most flush.threads fdatasyncs at once, and a log waiting for its turn carries what came meanwhile', async () => {
+    const logs = Array.from({ length: 200 }, (_, i) => Log.open({ dir: tempDir(), topic: 'many', partition: i, config: farBounds }));
+    const syncsBefore = flusherStats().syncs;
+    for (let round = 0; round < 5; round++) {
+      for (const log of logs) log.append(messages(`r${round}`, 1), 1);
+      await nextTurn();
+    }
+    await Promise.all(logs.map((log) => log.flushedThrough(log.logEndOffset)));
+    const syncs = flusherStats().syncs - syncsBefore;
+    expect(flusherStats().maxInFlight).toBeLessThanOrEqual(flusherStats().threads);
+    expect(syncs).toBeGreaterThanOrEqual(logs.length);
+    expect(syncs).toBeLessThan(logs.length * 5); // one per append would be 1,000
+    for (const log of logs) expect(visibleUnsyncedBytes(log)).toBe(0);
+    await Promise.all(logs.map((log) => log.close()));
+  });
 });

@@ -191,7 +191,7 @@ describe('flush and visibility', () => {
     const log = openLog(tempDir(), { flushMessages: 1000 });
     log.append(messages('a', 1), 1); // 13 bytes
     const first = log.flush();
-    await Promise.resolve(); // the flush has taken its target; its fdatasync is in flight
+    await new Promise((r) => setImmediate(r)); // the flush has taken its target; its fdatasync is in flight
     log.append(messages('b', 1), 1); // 13 more, during the sync
     await first;
     expect([log.visibleEnd, log.logEndOffset]).toEqual([13, 26]);
