@@ -17,3 +17,4 @@ export * from './segment-list.js';
 export * from './log-dir-lock.js';
 export * from './flusher.js';
 export * from './sync-check.js';
+export * from './leader-epoch-checkpoint.js';
