@@ -52,7 +52,7 @@ export interface LogConfig {
 
 /** Kafka 0.7's defaults, except `flushIntervalMs` (0.7 used 3000 ms) and the group-commit `flushPolicy`: docs/design.md §2, §10. */
 export const defaultLogConfig: Readonly<LogConfig> = Object.freeze({
-  flushPolicy: 'group' as FlushPolicy,
+  flushPolicy: 'group',
   segmentBytes: 1024 * 1024 * 1024,
   flushMessages: 500,
   flushIntervalMs: 1000,
