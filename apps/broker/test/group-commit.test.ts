@@ -65,7 +65,8 @@ async function run(acks: 0 | 1 | 2): Promise<{ latenciesMs: number[]; violations
     if (acks === 0) {
       producer.send(encodeProduceRequest({ topic, partition: 0, messages: set }));
     } else {
-      const r = await producer.request(encodeProduceAckRequest({ acks: acks === 1 ? AckLevel.Appended : AckLevel.Flushed, partitions: [{ topic, partition: 0, messages: set }] }));
+      const level = acks === 1 ? AckLevel.Appended : AckLevel.Flushed;
+      const r = await producer.request(encodeProduceAckRequest({ acks: level, partitions: [{ topic, partition: 0, messages: set }] }));
       const [part] = decodeProduceAckResponse(new Decoder(r.body));
       expect(part!.errorCode).toBe(ErrorCode.None);
       if (acks === 2 && log.visibleEnd < part!.nextOffset) violations.push(`acks 2 answered before ${part!.nextOffset} was visible`);

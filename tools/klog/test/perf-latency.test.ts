@@ -1,6 +1,7 @@
 /**
  * `klog perf latency`: a fixed-rate producer and a long-polling consumer against a real broker
- * (default settings: group commit), and the percentiles it prints.
+ * (default settings: group commit), and the percentiles it prints. How low they are is for
+ * the broker's tests (apps/broker/test/group-commit.test.ts) and docs/benchmarks.md.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -51,8 +52,6 @@ describe('klog perf latency', () => {
       expect(j.p95Ms).toBeLessThanOrEqual(j.p99Ms!);
       expect(j.p99Ms).toBeLessThanOrEqual(j.p999Ms!);
       expect(j.p999Ms).toBeLessThanOrEqual(j.maxMs!);
-      // Group commit: nowhere near the paper's flush.ms of 1000 (a median of ~500 ms).
-      expect(j.p50Ms).toBeLessThan(250);
     }
   });
 

@@ -55,7 +55,8 @@ export function summarizeLatencies(latencies: Float64Array): LatencySummary {
   const at = (q: number): number => (n === 0 ? Number.NaN : latencies[Math.min(n - 1, Math.max(0, Math.ceil(q * n) - 1))]!);
   let sum = 0;
   for (let i = 0; i < n; i++) sum += latencies[i]!;
-  return { count: n, p50Ms: at(0.5), p95Ms: at(0.95), p99Ms: at(0.99), p999Ms: at(0.999), maxMs: n === 0 ? Number.NaN : latencies[n - 1]!, meanMs: n === 0 ? Number.NaN : sum / n };
+  const maxMs = n === 0 ? Number.NaN : latencies[n - 1]!;
+  return { count: n, p50Ms: at(0.5), p95Ms: at(0.95), p99Ms: at(0.99), p999Ms: at(0.999), maxMs, meanMs: n === 0 ? Number.NaN : sum / n };
 }
 
 /** A copy of `template` with the `performance.now()` of this call in its first 8 bytes (float64 LE). */
