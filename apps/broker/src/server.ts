@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
-import { LogManager, defaultReadPath, sendfileSupport, type ReadPath } from '@klog/storage';
+import { LogManager, defaultReadPath, flusherKind, sendfileSupport, type ReadPath } from '@klog/storage';
 import { crcSupport } from '@klog/protocol';
 import { pino, type Logger } from 'pino';
 import { ConfigError, resolveConfig, type BrokerConfig } from './config.js';
@@ -112,6 +112,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       readPath,
       ...(readPath === 'read-write' && config.readPath !== 'read-write' ? { sendfileUnavailable: sendfileSupport.reason } : {}),
       crcPath: crcSupport.path,
+      flushPolicy: config.flushPolicy,
+      flusher: flusherKind,
       ...(crcSupport.reason !== undefined ? { crcAddonUnavailable: crcSupport.reason } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
       ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}),
