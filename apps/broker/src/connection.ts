@@ -127,7 +127,11 @@ export class Connection {
           return;
         }
         if (frame === undefined || this.closed) break;
-        if (handleFireAndForget(this.ctx, frame, run)) continue;
+        const fireAndForget = handleFireAndForget(this.ctx, frame, run);
+        if (fireAndForget !== false) {
+          if (fireAndForget !== true) await fireAndForget;
+          continue;
+        }
         this.appendRun();
         const response = await this.handle(frame);
         if (this.closed) {

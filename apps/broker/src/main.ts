@@ -6,7 +6,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
-import { ConfigError, parseReadPath, parseSetting, readPropertiesFile, type BrokerConfig } from './config.js';
+import { ConfigError, parseBoolean, parseReadPath, parseSetting, readPropertiesFile, type BrokerConfig } from './config.js';
 import { startBroker } from './server.js';
 
 type NumericFlag = Parameters<typeof parseSetting>[0];
@@ -45,6 +45,17 @@ const program = new Command('klog-broker')
     }
   })
   .option('--metrics-port <port>', 'serve Prometheus metrics on this port, 0 picks a free one (metrics.port)', int('metricsPort', '--metrics-port'))
+  .option('--auto-create-topics-enable <bool>', 'whether a produce creates a topic the broker lacks: true or false (auto.create.topics.enable)', (v: string) => {
+    try {
+      return parseBoolean(v, '--auto-create-topics-enable');
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  })
+  .option('--max-partitions <n>', 'most partitions topics are created up to (max.partitions)', int('maxPartitions', '--max-partitions'))
+  .option('--queued-max-request-bytes <bytes>', 'most request bytes buffered over all connections (queued.max.request.bytes)', int('queuedMaxRequestBytes', '--queued-max-request-bytes'))
+  .option('--connections-max-idle-ms <ms>', 'close a connection that completes no request for this long (connections.max.idle.ms)', int('connectionsMaxIdleMs', '--connections-max-idle-ms'))
+  .option('--max-connections <n>', 'most client connections at once (max.connections)', int('maxConnections', '--max-connections'))
   .showHelpAfterError(false);
 
 async function main(): Promise<void> {
@@ -56,7 +67,8 @@ async function main(): Promise<void> {
     ['numPartitions', 'numPartitions'], ['segmentBytes', 'segmentBytes'], ['flushMessages', 'flushMessages'],
     ['flushMs', 'flushIntervalMs'], ['retentionMs', 'retentionMs'], ['retentionBytes', 'retentionBytes'],
     ['retentionCheckIntervalMs', 'retentionCheckIntervalMs'], ['maxMessageBytes', 'maxMessageBytes'], ['maxRequestBytes', 'maxRequestBytes'],
-    ['readPath', 'readPath'], ['metricsPort', 'metricsPort'],
+    ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['autoCreateTopicsEnable', 'autoCreateTopics'], ['maxPartitions', 'maxPartitions'],
+    ['queuedMaxRequestBytes', 'queuedMaxRequestBytes'], ['connectionsMaxIdleMs', 'connectionsMaxIdleMs'], ['maxConnections', 'maxConnections'],
   ];
   for (const [flag, key] of flags) if (o[flag] !== undefined) (settings as Record<string, unknown>)[key] = o[flag];
   if (o.retentionHours !== undefined) settings.retentionMs = Number(o.retentionHours) * 3600 * 1000;

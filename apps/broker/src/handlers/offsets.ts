@@ -12,5 +12,7 @@ export function handleOffsets(ctx: BrokerContext, r: OffsetsRequest): Buffer {
     return encodeOffsetsResponse(r.time === OffsetTime.Latest || r.time === OffsetTime.Earliest ? [0] : []);
   }
   if (r.partition >= count) return encodeErrorResponse(ErrorCode.WrongPartition);
-  return encodeOffsetsResponse(ctx.logs.getOrCreateLog(r.topic, r.partition).offsetsBefore(r.time, r.maxOffsets));
+  const log = ctx.logs.getLog(r.topic, r.partition);
+  if (log === undefined) return encodeErrorResponse(ErrorCode.WrongPartition);
+  return encodeOffsetsResponse(log.offsetsBefore(r.time, r.maxOffsets));
 }
