@@ -94,10 +94,11 @@ export class Connection {
     });
     socket.on('error', (err) => ctx.logger.debug({ remote: this.remote, err: err.message }, 'connection error'));
     socket.on('close', () => {
-      this.appendRun();
       this.closed = true;
-      this.releaseMemory();
       gone.abort(); // a long-poll fetch of this connection stops waiting
+      // While a request is handled, the fire-and-forget frames already received are still
+      // appended (a producer may close right after sending); pump() then finishes the close.
+      if (!this.busy) this.finishClose();
     });
   }
 
@@ -112,6 +113,12 @@ export class Connection {
   /** Bytes of the request budget this connection holds. */
   get heldBytes(): number {
     return this.buffered + (this.assembly?.buf.length ?? 0) + this.handling;
+  }
+
+  /** Appends what the connection gathered, gives back every byte it holds and drops its buffers. */
+  private finishClose(): void {
+    this.appendRun();
+    this.releaseMemory();
   }
 
   /** Gives back every byte this connection holds, and drops its buffers. */
@@ -260,18 +267,23 @@ export class Connection {
           this.socket.destroySoon();
           return;
         }
-        if (frame === undefined || this.closed) break;
+        if (frame === undefined) break;
         const fireAndForget = handleFireAndForget(this.ctx, frame, run);
         if (fireAndForget !== false) {
           if (fireAndForget !== true) await fireAndForget;
           this.requestDone();
           continue;
         }
+        if (this.closed) {
+          this.requestDone(); // nobody to answer: skipped
+          continue;
+        }
         this.appendRun();
         const response = await this.handle(frame);
         if (this.closed) {
           releaseAll(response);
-          break;
+          this.requestDone();
+          continue;
         }
         if (response !== undefined) await this.write(response);
         this.requestDone();
@@ -280,6 +292,7 @@ export class Connection {
       if (this.socket.isPaused() && this.memoryWait === undefined && !this.closed) this.socket.resume();
     } finally {
       this.busy = false;
+      if (this.closed) this.finishClose();
     }
   }
 

@@ -22,12 +22,14 @@ import {
   ErrorCode,
   OffsetTime,
   decodeMetadataResponse,
+  decodeOffsetsResponse,
   decodeProduceAckResponse,
   encodeMessageSet,
   encodeMetadataRequest,
   encodeMultiFetchRequest,
   encodeOffsetsRequest,
   encodeProduceAckRequest,
+  encodeProduceRequest,
 } from '@klog/protocol';
 import { WireClient, removeDir, spawnBroker, tempDir, type BrokerProcess } from './helpers.js';
 
@@ -236,6 +238,33 @@ describe('MULTIFETCH over 2 GiB', () => {
 });
 
 describe('topic creation off the request path', () => {
+  it('appends every fire-and-forget set sent to a new topic, even when the producer closes at once', async () => {
+    const b = await boot(['--num-partitions', '200', '--flush-ms', '10']);
+    const s = connect(b.port, '127.0.0.1');
+    sockets.push(s);
+    await once(s, 'connect');
+    const set = encodeMessageSet([Buffer.from('fire and forget')]);
+    for (let i = 0; i < 500; i++) s.write(encodeProduceRequest({ topic: 'at-once', partition: i % 200, messages: set }));
+    s.end();
+    await once(s, 'close');
+    const c = await WireClient.connect(b.port);
+    const ends = async (): Promise<number> => {
+      let total = 0;
+      for (let p = 0; p < 200; p++) {
+        const r = await c.request(encodeOffsetsRequest({ topic: 'at-once', partition: p, time: OffsetTime.Latest, maxOffsets: 1 }));
+        total += decodeOffsetsResponse(new Decoder(r.body))[0] ?? 0;
+      }
+      return total;
+    };
+    let total = await ends();
+    for (let i = 0; i < 50 && total < 500 * set.length; i++) {
+      await sleep(50);
+      total = await ends();
+    }
+    expect(total).toBe(500 * set.length);
+    c.close();
+  });
+
   it('answers OFFSETS within 50 ms while a topic of 1,000 partitions is created', async () => {
     const b = await boot(['--num-partitions', '1000', '--max-partitions', '3000']);
     const creator = await WireClient.connect(b.port);
