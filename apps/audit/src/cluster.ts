@@ -27,7 +27,7 @@ export function parseClusterSpecs(values: readonly string[]): ClusterSpec[] {
     try {
       parseConnectString(spec.connect);
     } catch (err) {
-      throw new Error(`--zookeeper ${JSON.stringify(v)}: ${(err as Error).message}`);
+      throw new Error(`--zookeeper ${JSON.stringify(v)}: ${(err as Error).message}`, { cause: err });
     }
     return spec;
   });
@@ -121,7 +121,13 @@ export class Cluster {
  * @throws what SimpleConsumer.messageBatches throws (OffsetOutOfRangeError when retention
  *   deleted `from` meanwhile, KlogConnectionError, MessageTooLargeError)
  */
-export async function scanPartition(consumer: SimpleConsumer, p: TopicPartition, from: number, to: number, onBatch: (messages: readonly ConsumedMessage[]) => void): Promise<number> {
+export async function scanPartition(
+  consumer: SimpleConsumer,
+  p: TopicPartition,
+  from: number,
+  to: number,
+  onBatch: (messages: readonly ConsumedMessage[]) => void,
+): Promise<number> {
   if (from >= to) return from;
   let position = from;
   for await (const batch of consumer.messageBatches({ topic: p.topic, partition: p.partition, offset: from, maxWaitMs: 0 })) {

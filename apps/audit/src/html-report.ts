@@ -198,7 +198,8 @@ function colorOf(report: AuditReport, tier: string): string {
 /** Whether `entry` covers the count of tier `tier` (`cluster/kind`) for `topic`. */
 function covers(report: AuditReport, entry: IncompleteTier, tier: string, topic: string): boolean {
   const t = report.tiers.find((x) => x.id === tier);
-  return t !== undefined && entry.cluster === t.cluster && (entry.tier === undefined || entry.tier === t.kind) && (entry.topic === undefined || entry.topic === topic);
+  if (t === undefined || entry.cluster !== t.cluster) return false;
+  return (entry.tier === undefined || entry.tier === t.kind) && (entry.topic === undefined || entry.topic === topic);
 }
 
 /** The tiers among `tiers` whose counts of `topic` are known to be partial. */
@@ -412,7 +413,7 @@ function chartLibrary(): string {
     // The package's exports expose only its entry points: find the UMD build beside the CommonJS one.
     file = join(dirname(require.resolve('chart.js')), 'chart.umd.min.js');
   } catch (err) {
-    throw new Error(`the chart library (npm package chart.js) is not installed: ${(err as Error).message}`);
+    throw new Error(`the chart library (npm package chart.js) is not installed: ${(err as Error).message}`, { cause: err });
   }
   const source = readFileSync(file, 'utf8').replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n');
   if (/<\/script|<!--/i.test(source)) throw new Error(`${file} contains "</script" or "<!--" and cannot be inlined`);

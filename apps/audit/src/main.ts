@@ -90,7 +90,7 @@ async function main(argv: string[]): Promise<number> {
       try {
         cluster = await Cluster.open(spec, { logger });
       } catch (err) {
-        throw new Error(`cannot reach cluster ${spec.name} (${spec.connect}): ${(err as Error).message}`);
+        throw new Error(`cannot reach cluster ${spec.name} (${spec.connect}): ${(err as Error).message}`, { cause: err });
       }
       clusters.push(cluster);
       if ((await cluster.registry.listBrokerIds()).length === 0) {

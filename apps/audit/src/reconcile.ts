@@ -200,9 +200,9 @@ export function reconcile(clusters: readonly ClusterEvents[], options: Reconcile
       if (e.tier === 'consumer') consumerCounted.add(c.name);
       const id = tierId(c.name, e.tier);
       let byTopic = counts.get(id);
-      if (!byTopic) counts.set(id, (byTopic = new Map()));
+      if (!byTopic) counts.set(id, (byTopic = new Map<string, Map<number, number>>()));
       let byWindow = byTopic.get(e.topic);
-      if (!byWindow) byTopic.set(e.topic, (byWindow = new Map()));
+      if (!byWindow) byTopic.set(e.topic, (byWindow = new Map<number, number>()));
       const w = windowStartOf(e.windowStart, windowMs);
       byWindow.set(w, (byWindow.get(w) ?? 0) + e.count);
     }

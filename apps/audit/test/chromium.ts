@@ -26,7 +26,7 @@ interface PageElement {
 }
 interface PageGlobals {
   readonly document: PageElement;
-  getComputedStyle(e: PageElement): { readonly backgroundColor: string; readonly backgroundImage: string };
+  getComputedStyle(this: void, e: PageElement): { readonly backgroundColor: string; readonly backgroundImage: string };
 }
 
 export const chromiumPath = '/usr/bin/chromium';

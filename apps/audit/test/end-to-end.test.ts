@@ -63,7 +63,12 @@ function auditArgs(online: string, analytics: string, group: string): string[] {
 }
 
 /** Runs the audit until `done` holds for its report (each run counts what arrived since the last). */
-async function auditUntil(args: string[], what: string, done: (r: AuditReport) => boolean, timeoutMs = 90_000): Promise<AuditReport & { warnings: string[]; exitCode: number | null }> {
+async function auditUntil(
+  args: string[],
+  what: string,
+  done: (r: AuditReport) => boolean,
+  timeoutMs = 90_000,
+): Promise<AuditReport & { warnings: string[]; exitCode: number | null }> {
   let last: (AuditReport & { warnings: string[]; exitCode: number | null }) | undefined;
   await waitFor(
     `${what} (last report: ${last ? JSON.stringify(last.summary) : 'none'})`,

@@ -110,7 +110,7 @@ function incompleteReport(): AuditReport {
 
 /** The chart data the page carries. */
 function chartDataOfPage(html: string): { topics: { statuses: string[]; series: { tier: string; diffs: (number | null)[]; partial: boolean[] }[] }[] } {
-  return JSON.parse(html.match(/<script type="application\/json" id="audit-data">(.*?)<\/script>/s)![1]!);
+  return JSON.parse(html.match(/<script type="application\/json" id="audit-data">(.*?)<\/script>/s)![1]!) as ReturnType<typeof chartDataOfPage>;
 }
 
 describe('the sample report', () => {
@@ -202,7 +202,7 @@ describe('escaping', () => {
     expect(html.match(/<\/script/gi)).toHaveLength(3);
     // The chart data parses back from the page.
     const data = html.match(/<script type="application\/json" id="audit-data">(.*?)<\/script>/s)?.[1];
-    expect(JSON.parse(data!).topics).toHaveLength(4);
+    expect((JSON.parse(data!) as { topics: unknown[] }).topics).toHaveLength(4);
   });
 
   it('renders a report with no windows', () => {

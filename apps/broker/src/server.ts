@@ -131,7 +131,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       logger.info({ metrics: await metrics.toJSON() }, 'broker stopped');
     })());
 
-  return { config: { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}) }, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, close };
+  const effective = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}) };
+  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, close };
 }
 
 /**

@@ -106,9 +106,9 @@ export async function spawnBroker(args: string[], wrap: string[] = []): Promise<
   const logs: Record<string, unknown>[] = [];
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   let stderr = '';
-  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const port = await new Promise<number>((resolve, reject) => {
-    createInterface({ input: proc.stdout! }).on('line', (line) => {
+    createInterface({ input: proc.stdout }).on('line', (line) => {
       try {
         const entry = JSON.parse(line) as Record<string, unknown>;
         logs.push(entry);

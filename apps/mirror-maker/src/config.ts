@@ -173,7 +173,7 @@ export function readConfigFile(file: string): Partial<MirrorConfig> {
       if (key === 'sources' || key === 'source') {
         const list = Array.isArray(value) ? value : [value];
         if (!list.every((s) => typeof s === 'string')) throw new ConfigError(`${file}: ${key} must be a string or an array of strings`);
-        out.sources = [...(out.sources ?? []), ...(list as string[])];
+        out.sources = [...(out.sources ?? []), ...(list)];
         continue;
       }
       const num = numeric.find(([field, prop]) => field === key || prop === key);

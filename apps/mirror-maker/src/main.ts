@@ -50,7 +50,7 @@ const program = new Command('klog-mirror-maker')
 async function main(): Promise<void> {
   program.parse();
   const o = program.opts<Record<string, unknown>>();
-  const settings: Partial<MirrorConfig> = o['config'] !== undefined ? readConfigFile(String(o['config'])) : {};
+  const settings: Partial<MirrorConfig> = typeof o['config'] === 'string' ? readConfigFile(o['config']) : {};
   if (o['source'] !== undefined) settings.sources = o['source'] as string[];
   const keys: (keyof MirrorConfig)[] = [
     'target', 'group', 'whitelist', 'blacklist', 'numStreams', 'commitIntervalMs', 'statsIntervalMs', 'releaseFlushTimeoutMs',

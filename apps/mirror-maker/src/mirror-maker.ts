@@ -1,7 +1,7 @@
 /**
  * The mirror maker (the paper's deployment, SPEC §6): one {@link SourceMirror} per source
  * cluster, all producing through the same ZooKeeper producers (one for plain messages, one for
- * messages with metadata, see {@link TargetSender}) into the target cluster, which picks a
+ * messages with metadata, see `TargetSender`) into the target cluster, which picks a
  * keyed message's partition with the same key function as the source's producers (so per-key
  * order survives mirroring) and an unkeyed message's at random. With the audit on, the copies
  * are counted per window of creation time and the counts published to the target's audit topic
@@ -11,7 +11,6 @@ import { AuditCounter, ZkProducer } from '@klog/client';
 import type { Logger } from 'pino';
 import type { MirrorConfig } from './config.js';
 import { SourceMirror } from './source-mirror.js';
-import type { TargetSender } from './target-sender.js';
 
 /** How often a running mirror checks that no source shares brokers with the target, in ms. */
 export const selfCheckIntervalMs = 2000;

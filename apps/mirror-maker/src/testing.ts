@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { SimpleConsumer, ZkProducer, type ZkProducerRecord } from '@klog/client';
+import { SimpleConsumer, ZkProducer } from '@klog/client';
 import { BrokerRegistry, ZkClient, allPartitions } from '@klog/zk-registry';
 import { removeChroot, testConnectString } from '@klog/zk-registry/testing';
 
@@ -54,8 +54,8 @@ export type LogLine = { level: number; msg: string; time: number } & Record<stri
 function spawnNode(script: string, args: string[], lines: LogLine[], stderr: string[]): ChildProcess {
   const proc = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(proc);
-  proc.stderr!.on('data', (d: Buffer) => stderr.push(d.toString()));
-  createInterface({ input: proc.stdout! }).on('line', (line) => {
+  proc.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
+  createInterface({ input: proc.stdout }).on('line', (line) => {
     try {
       lines.push(JSON.parse(line) as LogLine);
     } catch {
@@ -178,11 +178,16 @@ export interface Sent {
 }
 
 /** Sends records with acks 1 and returns where each went. */
-export async function produce(producer: ZkProducer, topic: string, records: ReadonlyArray<{ value: string; key?: string; timestamp?: number }>, chunk = 1000): Promise<Sent[]> {
+export async function produce(
+  producer: ZkProducer,
+  topic: string,
+  records: ReadonlyArray<{ value: string; key?: string; timestamp?: number }>,
+  chunk = 1000,
+): Promise<Sent[]> {
   const out: Sent[] = [];
   for (let i = 0; i < records.length; i += chunk) {
     const part = records.slice(i, i + chunk);
-    const metas = await producer.send(topic, part as ZkProducerRecord[]);
+    const metas = await producer.send(topic, part);
     metas.forEach((m, j) => out.push({ topic, value: part[j]!.value, key: part[j]!.key, brokerId: m.brokerId, partition: m.partition, offset: m.offset! }));
   }
   return out;

@@ -32,7 +32,6 @@
  */
 import { hostname } from 'node:os';
 import {
-  type AckLevelValue,
   compressionCodecOf,
   type CompressionType,
   decodeProduceAckResponse,
@@ -510,7 +509,7 @@ export class ProducerPool {
     const c = b.connection;
     let frame: Buffer | undefined;
     let at = 0;
-    let bytes = 0;
+    let bytes: number;
     try {
       const topic = target.meta.topic;
       bytes = singleSetMultiProduceRequestBytes(topic, size);
@@ -580,7 +579,8 @@ export class ProducerPool {
     const sets: PartitionMessages[] = batches.map((b) => ({
       topic: b.topic,
       partition: b.partition,
-      messages: b.headers === undefined ? encodeMessageSet(b.payloads) : encodeMessageSetWithHeaders(b.payloads.map((value, i) => ({ value, header: b.headers![i] }))),
+      messages:
+        b.headers === undefined ? encodeMessageSet(b.payloads) : encodeMessageSetWithHeaders(b.payloads.map((value, i) => ({ value, header: b.headers![i] }))),
     }));
     // Compress in parallel, write in order: each request is written once the one before it is.
     const ready = Promise.all(sets.map(async (s) => ({ ...s, messages: await gzipMessageSet(s.messages) })));
@@ -610,7 +610,7 @@ export class ProducerPool {
         writeMultiProduceRequest(frame, 0, batches, setBytes);
       } else {
         frame = broker.connection.allocFrame(produceAckRequestBytes(batches, setBytes));
-        writeProduceAckRequest(frame, 0, this.acks as AckLevelValue, batches, setBytes);
+        writeProduceAckRequest(frame, 0, this.acks, batches, setBytes);
       }
     } catch (err) {
       // Records were checked before they were batched; this is a bug, reported where the records are.
@@ -643,7 +643,7 @@ export class ProducerPool {
       return broker.connection.send(frame);
     }
     const frame = broker.connection.allocFrame(produceAckRequestBytes(ready, setBytes));
-    writeProduceAckRequest(frame, 0, this.acks as AckLevelValue, ready, setBytes);
+    writeProduceAckRequest(frame, 0, this.acks, ready, setBytes);
     return this.acknowledged(broker, batches, broker.connection.request(frame), compressed);
   }
 

@@ -361,7 +361,11 @@ export class SimpleConsumer {
    * it sets `last.full`: whether the fetch that made it came back with all the bytes asked for
    * (so the log likely goes on past it).
    */
-  private async *fetchBatches(options: MessagesOptions, signal: AbortSignal | undefined, last?: { full: boolean }): AsyncGenerator<ConsumedMessage[], void, undefined> {
+  private async *fetchBatches(
+    options: MessagesOptions,
+    signal: AbortSignal | undefined,
+    last?: { full: boolean },
+  ): AsyncGenerator<ConsumedMessage[], void, undefined> {
     const { topic, partition } = options;
     const fetchBytes = Math.min(options.fetchBytes ?? defaultFetchBytes, this.maxFetchBytes);
     const maxWaitMs = options.maxWaitMs ?? defaultMaxWaitMs;
@@ -506,7 +510,7 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promis
       (e: unknown) => {
         signal.removeEventListener('abort', onAbort);
         if (signal.aborted) resolve(undefined);
-        else reject(e as Error);
+        else reject(e);
       },
     );
   });

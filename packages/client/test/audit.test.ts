@@ -133,7 +133,8 @@ describe('a producer with audit', () => {
     expect(stamped).toBeGreaterThanOrEqual(before);
     expect(stored.every((m) => m.host === 'producer-host')).toBe(true);
 
-    const audit = (await consumer.fetch({ topic: defaultAuditTopic, partition: 0, offset: 0, maxBytes: 1 << 20 })).messages.map((m) => decodeAuditEvent(m.payload));
+    const fetched = await consumer.fetch({ topic: defaultAuditTopic, partition: 0, offset: 0, maxBytes: 1 << 20 });
+    const audit = fetched.messages.map((m) => decodeAuditEvent(m.payload));
     const counts = audit.map((e) => [e.tier, e.topic, e.windowStart, e.count]).sort();
     expect(counts).toEqual(
       [

@@ -57,7 +57,10 @@ describe('pipelined requests', () => {
     await c.request(encodeFrame(9, (e) => e.writeInt32(0))); // connected
     const writes = vi.spyOn(Socket.prototype, 'write');
     const written: number[] = [];
-    const all = Array.from({ length: 200 }, (_, i) => new Promise<void>((resolve, reject) => c.sendFrame(numberedFrame(c, i), (err) => (err ? reject(err) : (written.push(i), resolve())))));
+    const all = Array.from(
+      { length: 200 },
+      (_, i) => new Promise<void>((resolve, reject) => c.sendFrame(numberedFrame(c, i), (err) => (err ? reject(err) : (written.push(i), resolve())))),
+    );
     expect(c.queuedBytes).toBeGreaterThan(0);
     await Promise.all(all);
     expect(writes).toHaveBeenCalledTimes(1);
@@ -166,7 +169,14 @@ describe('consumer fast path', () => {
 });
 
 /** A server whose sockets do not read until `resume()` (also those accepted later), keeping every byte received. */
-async function pausedServer(): Promise<{ server: Server; port: number; sockets: Socket[]; received: () => Buffer; receivedBytes: () => number; resume: () => void }> {
+async function pausedServer(): Promise<{
+  server: Server;
+  port: number;
+  sockets: Socket[];
+  received: () => Buffer;
+  receivedBytes: () => number;
+  resume: () => void;
+}> {
   const sockets: Socket[] = [];
   const chunks: Buffer[] = [];
   let receivedBytes = 0;
@@ -215,7 +225,8 @@ function singleMessageFrames(bytes: Buffer): { topic: string; partition: number;
     const messages = [...iterateMessageSet(block.messages)];
     // One message, and no bytes in the set after it.
     if (messages.length !== 1 || messages[0]!.nextOffset !== block.messages.length) expect.fail(`frame at byte ${pos - 4 - size} is not one message`);
-    out.push({ topic: block.topic, partition: block.partition, payload: Buffer.from(messages[0]!.message.payload), attributes: messages[0]!.message.attributes });
+    const { message } = messages[0]!;
+    out.push({ topic: block.topic, partition: block.partition, payload: Buffer.from(message.payload), attributes: message.attributes });
   }
   return out;
 }
@@ -229,9 +240,13 @@ function patterned(i: number, length: number): Buffer {
 }
 
 /** The pool's own counters (private: the bound is what these tests check). */
-function counters(pool: ProducerPool, target: PartitionTarget<{ topic: string; partition: number }>): { inFlightBytes: number; requestsInFlight: number; brokerRequestsInFlight: number } {
+function counters(
+  pool: ProducerPool,
+  target: PartitionTarget<{ topic: string; partition: number }>,
+): { inFlightBytes: number; requestsInFlight: number; brokerRequestsInFlight: number } {
   const p = pool as unknown as { inFlightBytes: number; requestsInFlight: number };
-  return { inFlightBytes: p.inFlightBytes, requestsInFlight: p.requestsInFlight, brokerRequestsInFlight: (target.broker as unknown as { requestsInFlight: number }).requestsInFlight };
+  const broker = target.broker as unknown as { requestsInFlight: number };
+  return { inFlightBytes: p.inFlightBytes, requestsInFlight: p.requestsInFlight, brokerRequestsInFlight: broker.requestsInFlight };
 }
 
 /** Polls `f` every few ms until it is true, failing after `ms`. */
@@ -342,7 +357,9 @@ describe('one message per request (batchSize 1, acks 0, no compression)', () => 
     const target = targetOf(pool, port);
     for (let round = 0; round < 2; round++) {
       const payloads = Array.from({ length: 50 }, (_, i) => patterned(i + round * 50, sizes[i % sizes.length]!));
-      const sent = await pool.send(Array<typeof target>(payloads.length).fill(target), payloads, Array<object>(payloads.length).fill({})).catch((e: unknown) => e);
+      const sent = await pool
+        .send(Array<typeof target>(payloads.length).fill(target), payloads, Array<object>(payloads.length).fill({}))
+        .catch((e: unknown) => e);
       const flushed = await pool.flush().catch((e: unknown) => e);
       expect(sent instanceof KlogConnectionError || flushed instanceof KlogConnectionError).toBe(true);
       expect(counters(pool, target)).toEqual({ inFlightBytes: 0, requestsInFlight: 0, brokerRequestsInFlight: 0 });

@@ -52,7 +52,9 @@ export async function startTestBroker(settings: Partial<BrokerSettings> = {}): P
 }
 
 /** A server that hands each request frame (type, body) to `onRequest`, which may answer through `reply`. */
-export async function scriptedServer(onRequest: (socket: Socket, type: number, body: Buffer, reply: (code: number, body?: Buffer) => void) => void): Promise<{ server: Server; port: number; sockets: Socket[] }> {
+export async function scriptedServer(
+  onRequest: (socket: Socket, type: number, body: Buffer, reply: (code: number, body?: Buffer) => void) => void,
+): Promise<{ server: Server; port: number; sockets: Socket[] }> {
   const sockets: Socket[] = [];
   const server = createServer((socket) => {
     sockets.push(socket);

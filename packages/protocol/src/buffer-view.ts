@@ -19,5 +19,5 @@ const direct = BufferClass !== undefined && new BufferClass(new ArrayBuffer(1), 
  * clamping: the caller guarantees `0 <= start <= end <= buf.length`.
  */
 export function bufferView(buf: Buffer, start: number, end: number): Buffer {
-  return direct ? new BufferClass!(buf.buffer, buf.byteOffset + start, end - start) : buf.subarray(start, end);
+  return direct ? new BufferClass(buf.buffer, buf.byteOffset + start, end - start) : buf.subarray(start, end);
 }

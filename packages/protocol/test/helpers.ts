@@ -191,11 +191,11 @@ export const topicMetadataArb: fc.Arbitrary<TopicMetadata> = fc.record(
 
 /** Fetch responses as a MULTIFETCH response part: data, OffsetOutOfRange with its range, or a bare error. */
 export const fetchResponseArb: fc.Arbitrary<FetchResponse> = fc.oneof(
-  messageSetArb.map((messages) => ({ errorCode: ErrorCode.None, messages }) as FetchResponse),
+  messageSetArb.map((messages) => ({ errorCode: ErrorCode.None, messages })),
   fc
     .record({ earliest: offsetArb, end: offsetArb }, plain)
-    .map(({ earliest, end }) => ({ errorCode: ErrorCode.OffsetOutOfRange, messages: Buffer.alloc(0), earliest, end }) as FetchResponse),
+    .map(({ earliest, end }) => ({ errorCode: ErrorCode.OffsetOutOfRange, messages: Buffer.alloc(0), earliest, end })),
   nonZeroErrorCodeArb
     .filter((c) => c !== ErrorCode.OffsetOutOfRange)
-    .map((errorCode) => ({ errorCode, messages: Buffer.alloc(0) }) as FetchResponse),
+    .map((errorCode) => ({ errorCode, messages: Buffer.alloc(0) })),
 );

@@ -124,7 +124,7 @@ describe('iterateMessageSet', () => {
         const { items, error } = drain(Buffer.from(u));
         if (error !== undefined) {
           expectProtocolError(() => {
-            throw error;
+            throw error as Error;
           }, ErrorCode.InvalidMessage);
         }
         for (const item of items) expect(item.nextOffset).toBeLessThanOrEqual(u.length);

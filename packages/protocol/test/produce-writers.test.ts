@@ -45,7 +45,8 @@ const blockArb: fc.Arbitrary<PartitionPayloads> = fc
 
 /** The same block as an encoded message set. */
 function encoded(b: PartitionPayloads): { topic: string; partition: number; messages: Buffer } {
-  const messages = b.headers === undefined ? encodeMessageSet(b.payloads) : encodeMessageSetWithHeaders(b.payloads.map((value, i) => ({ value, header: b.headers![i] })));
+  const messages =
+    b.headers === undefined ? encodeMessageSet(b.payloads) : encodeMessageSetWithHeaders(b.payloads.map((value, i) => ({ value, header: b.headers![i] })));
   return { topic: b.topic, partition: b.partition, messages };
 }
 
@@ -102,7 +103,13 @@ function sizeOf(payload: Buffer, header: MessageHeader | undefined): number {
 }
 
 /** writeMultiProduceMessageRequest at `at` of a buffer filled with 0xee, with its size from singleSetMultiProduceRequestBytes. */
-function writeOne(topic: string, partition: number, payload: Buffer, header: MessageHeader | undefined, at: number): { target: Buffer; size: number; end: number } {
+function writeOne(
+  topic: string,
+  partition: number,
+  payload: Buffer,
+  header: MessageHeader | undefined,
+  at: number,
+): { target: Buffer; size: number; end: number } {
   const setBytes = sizeOf(payload, header);
   const size = singleSetMultiProduceRequestBytes(topic, setBytes);
   const target = Buffer.alloc(at + size + 5, 0xee);

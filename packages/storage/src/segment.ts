@@ -172,7 +172,7 @@ export class Segment {
 
   /**
    * Keeps the file open until the matching {@link Segment.unpin}, even across `close()` or
-   * `delete()` (retention): a file region being sent to a socket pins its segment (SPEC §2,
+   * `delete()` (retention): a file region being sent to a socket pins its segment (docs/design.md §2,
    * §3 read path). Deleting removes the file name at once; the descriptor, and with it the
    * data, stays readable until the last pin goes. Opens the file when it is not open.
    * @throws LogClosedError when the segment is already closed; open errors

@@ -51,7 +51,7 @@ describe('append and read', () => {
 
     const walked = [...iterateMessageSet(all)].map((m) => [m.offset, m.nextOffset]);
     expect(walked).toEqual([[0, 13], [13, 26], [26, 39], [39, 54]]);
-    for (const [offset, next] of walked) expect(next).toBe(offset! + 4 + all.readInt32BE(offset!));
+    for (const [offset, next] of walked) expect(next).toBe(offset! + 4 + all.readInt32BE(offset));
 
     expect(segmentFiles(dir)).toEqual(['00000000000000000000.kafka']);
     expect(fs.readFileSync(path.join(dir, '00000000000000000000.kafka')).equals(all)).toBe(true);
@@ -287,7 +287,8 @@ describe('retention', () => {
     appendEach(log, 30);
     await log.close();
     // Age the first two segments only.
-    for (const f of segmentFiles(dir).slice(0, 2)) fs.utimesSync(path.join(dir, f), new Date(Date.now() - 2 * retentionMs), new Date(Date.now() - 2 * retentionMs));
+    const old = new Date(Date.now() - 2 * retentionMs);
+    for (const f of segmentFiles(dir).slice(0, 2)) fs.utimesSync(path.join(dir, f), old, old);
     log = openLog(dir, { segmentBytes: kib, retentionMs });
     expect(await log.deleteOldSegments(Date.now())).toBe(2);
     expect(segmentFiles(dir)).toEqual(['00000000000000001980.kafka', '00000000000000002970.kafka']);

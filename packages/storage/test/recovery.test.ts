@@ -33,8 +33,8 @@ describe('recovery of the last segment', () => {
   const cases: { name: string; damage: (b: Buffer) => Buffer; keep: number; reason: RegExp }[] = [
     { name: 'a flipped payload byte', damage: (b) => ((b[starts[2]! + 15]! ^= 0x01), b), keep: 2, reason: /CRC mismatch/ },
     { name: 'zero-filled garbage appended', damage: (b) => Buffer.concat([b, Buffer.alloc(100)]), keep: 5, reason: /length 0 is below/ },
-    { name: 'a length field of 0x7FFFFFFF', damage: (b) => (b.writeInt32BE(0x7fffffff, starts[3]!), b), keep: 3, reason: /incomplete message at byte 120: needs 2147483651 bytes/ },
-    { name: 'a length field of -5', damage: (b) => (b.writeInt32BE(-5, starts[3]!), b), keep: 3, reason: /length -5 is below/ },
+    { name: 'a length field of 0x7FFFFFFF', damage: (b) => (b.writeInt32BE(0x7fffffff, starts[3]), b), keep: 3, reason: /incomplete message at byte 120: needs 2147483651 bytes/ },
+    { name: 'a length field of -5', damage: (b) => (b.writeInt32BE(-5, starts[3]), b), keep: 3, reason: /length -5 is below/ },
     { name: 'a truncated tail', damage: (b) => b.subarray(0, total - 3), keep: 4, reason: /incomplete message at byte 180: needs 70 bytes, 67 left/ },
     { name: 'a tail cut inside a length field', damage: (b) => b.subarray(0, starts[4]! + 2), keep: 4, reason: /incomplete message at byte 180: needs 4 bytes, 2 left/ },
     { name: 'a bad magic byte', damage: (b) => ((b[starts[1]! + 4] = 7), b), keep: 1, reason: /magic byte 7/ },

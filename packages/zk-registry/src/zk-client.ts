@@ -124,7 +124,7 @@ export function parseConnectString(connectString: string): ParsedConnectString {
   let chroot = slash < 0 ? '' : connectString.slice(slash);
   while (chroot.endsWith('/')) chroot = chroot.slice(0, -1);
   const badServer = (s: string): boolean => {
-    const m = /^(?:\[[^\]]+\]|[^:\s\[\]]+)(?::(\d+))?$/.exec(s.trim());
+    const m = /^(?:\[[^\]]+\]|[^:\s[\]]+)(?::(\d+))?$/.exec(s.trim());
     return m === null || (m[1] !== undefined && (Number(m[1]) < 1 || Number(m[1]) > 65535));
   };
   if (servers === '' || servers.split(',').some(badServer)) {
@@ -242,6 +242,8 @@ function toZkError(error: unknown, what: string, path: string): ZkError {
   }
 }
 
+// Typed events: the interface narrows the signatures of the methods EventEmitter gives the class.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface ZkClient {
   on<K extends keyof ZkClientEvents>(event: K, listener: ZkClientEvents[K]): this;
   once<K extends keyof ZkClientEvents>(event: K, listener: ZkClientEvents[K]): this;
@@ -250,6 +252,7 @@ export interface ZkClient {
 }
 
 /** klog's ZooKeeper connection. Create it with {@link ZkClient.connect}. */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class ZkClient extends EventEmitter {
   /** `host:port[,...]` of the ensemble. */
   readonly servers: string;
@@ -622,6 +625,7 @@ export class ZkClient extends EventEmitter {
         settled = true;
         clearTimeout(timer);
         this.inFlight.delete(entry);
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the library's error, passed on as is
         if (error) reject(error);
         else resolve(result as T);
       };
@@ -914,7 +918,7 @@ export class ZkClient extends EventEmitter {
     const sub: Subscription = {
       kind,
       path,
-      callback: callback as (value: never) => void | Promise<void>,
+      callback: callback,
       active: true,
       running: false,
       again: false,
@@ -1004,6 +1008,7 @@ export class ZkClient extends EventEmitter {
  * (the session, if still alive, is kept). Must run before `connect()`, which binds the handler.
  */
 function guardFrameParser(cm: zookeeper.ConnectionManager, logger: ZkLogger): void {
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with the manager as `this`
   const parse = cm.onSocketData;
   cm.on('state', (state: number) => {
     if (state === CONNECTION_MANAGER_CONNECTING) cm.pendingBuffer = null;

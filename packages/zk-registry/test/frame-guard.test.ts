@@ -14,7 +14,7 @@ const manager = (zk: ZkClient) => (zk as unknown as Internals).session.raw.conne
 
 describe('ZooKeeper frame parser guard', () => {
   it('drops the tail of a frame cut by a lost connection instead of gluing it to the next connection', async () => {
-    const zk = await connectClient(await freshChroot());
+    const zk = await connectClient(freshChroot());
     await zk.create('/before', 'v');
     const cm = manager(zk);
     cm.pendingBuffer = Buffer.from([0, 0, 0, 40, 0xde, 0xad, 0xbe, 0xef]); // the start of a 40-byte frame
@@ -26,7 +26,7 @@ describe('ZooKeeper frame parser guard', () => {
 
   it('turns a frame that does not parse into a reconnect', async () => {
     const logger = captureLogger();
-    const zk = await connectClient(await freshChroot(), { logger });
+    const zk = await connectClient(freshChroot(), { logger });
     const cm = manager(zk);
     // A watch notification (xid -1) whose event is cut after 2 bytes: the library's parser
     // reads past the frame and throws.

@@ -63,9 +63,9 @@ export class BrokerProcess {
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;
     children.add(proc);
-    proc.stderr!.on('data', (d: Buffer) => this.lines.push(d.toString()));
+    proc.stderr.on('data', (d: Buffer) => this.lines.push(d.toString()));
     const listening = new Promise<number>((resolve, reject) => {
-      createInterface({ input: proc.stdout! }).on('line', (line) => {
+      createInterface({ input: proc.stdout }).on('line', (line) => {
         this.lines.push(line);
         try {
           const o = JSON.parse(line) as { msg?: string; port?: number };

@@ -213,7 +213,10 @@ export class RecentRate {
       this.bytes.shift();
     }
     const seconds = (nowMs - this.times[0]!) / 1000;
-    const r: Rate = seconds > 0 ? { msgsPerSec: (messages - this.messages[0]!) / seconds, mbPerSec: (bytes - this.bytes[0]!) / 2 ** 20 / seconds } : { msgsPerSec: 0, mbPerSec: 0 };
+    const r: Rate =
+      seconds > 0
+        ? { msgsPerSec: (messages - this.messages[0]!) / seconds, mbPerSec: (bytes - this.bytes[0]!) / 2 ** 20 / seconds }
+        : { msgsPerSec: 0, mbPerSec: 0 };
     this.times.push(nowMs);
     this.messages.push(messages);
     this.bytes.push(bytes);

@@ -75,6 +75,15 @@ function expectOneLineError(r: Run, pattern: RegExp): void {
 /** Bytes a message with a payload of `n` bytes takes in the log. */
 const messageBytes = (n: number): number => 4 + 1 + 1 + 4 + n;
 
+/** The fields of `topics --describe --json` and `groups --describe --json` read here. */
+interface TopicJson {
+  partitions: { logEnd: number }[];
+}
+interface GroupJson {
+  consumers: { consumerId: string }[];
+  partitions: { owner: string | null; lag: number | null }[];
+}
+
 describe('klog cluster commands', () => {
   let zookeeper: string;
   let work: string;
@@ -150,7 +159,7 @@ describe('klog cluster commands', () => {
     expect(rows).toContainEqual(['1-0', '1', a1, String(end(2))]);
     expect(rows).toContainEqual(['1-1', '1', a1, String(end(3))]);
 
-    const j = JSON.parse((await klog(['topics', '--zookeeper', zookeeper, '--describe', 'clicks', '--json'])).stdout);
+    const j = JSON.parse((await klog(['topics', '--zookeeper', zookeeper, '--describe', 'clicks', '--json'])).stdout) as TopicJson;
     expect(j.partitions.map((p: { logEnd: number }) => p.logEnd)).toEqual([end(1), end(2), end(2), end(3)]);
 
     expectOneLineError(await klog(['topics', '--zookeeper', zookeeper, '--describe', 'nope']), /topic nope is not registered/);
@@ -184,7 +193,7 @@ describe('klog cluster commands', () => {
     expect(rows).toContainEqual(['orders', '1-0', '-', String(5 * perMessage), String(5 * perMessage), '0']);
     expect(rows).toContainEqual(['orders', '1-1', '-', '-', String(5 * perMessage), '-']);
 
-    const j = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'billing', '--json'])).stdout);
+    const j = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'billing', '--json'])).stdout) as GroupJson;
     expect(j.partitions).toEqual([
       { topic: 'orders', brokerId: 0, partition: 0, owner: null, offset: 0, logEnd: 4 * perMessage, lag: 4 * perMessage },
       { topic: 'orders', brokerId: 0, partition: 1, owner: null, offset: 2 * perMessage, logEnd: 4 * perMessage, lag: 2 * perMessage },
@@ -214,7 +223,7 @@ describe('klog cluster commands', () => {
     expect([...got1, ...got2].sort()).toEqual([...lines].sort());
 
     // groups --describe: everything committed, lag 0 everywhere.
-    const j = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'workers', '--json'])).stdout);
+    const j = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'workers', '--json'])).stdout) as GroupJson;
     expect(j.partitions).toHaveLength(4);
     for (const row of j.partitions) expect(row).toMatchObject({ owner: null, lag: 0 });
   });
@@ -225,14 +234,14 @@ describe('klog cluster commands', () => {
     const c = start(['consume', '--zookeeper', zookeeper, '--group', 'g', '--topic', 'signals', '--from-beginning', '--commit-interval-ms', '60000']);
     await c.lines(30);
     // The group is live while it runs: owners are listed.
-    const during = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'g', '--json'])).stdout);
+    const during = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'g', '--json'])).stdout) as GroupJson;
     expect(during.consumers).toHaveLength(1);
-    expect(during.partitions.every((r: { owner: string | null }) => r.owner?.startsWith(during.consumers[0].consumerId))).toBe(true);
+    expect(during.partitions.every((r: { owner: string | null }) => r.owner?.startsWith(during.consumers[0]!.consumerId))).toBe(true);
     c.kill('SIGINT');
     const r = await c.done;
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.split('\n').filter((l) => l !== '').sort()).toEqual([...lines].sort());
-    const after = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'g', '--json'])).stdout);
+    const after = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'g', '--json'])).stdout) as GroupJson;
     expect(after.consumers).toHaveLength(0);
     for (const row of after.partitions) expect(row).toMatchObject({ owner: null, lag: 0 });
   });

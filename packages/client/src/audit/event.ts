@@ -115,7 +115,7 @@ export function decodeAuditEvent(value: Uint8Array): AuditEvent {
   try {
     validateTopic(topic);
   } catch (e) {
-    throw new RangeError(`audit event topic: ${(e as Error).message}`);
+    throw new RangeError(`audit event topic: ${(e as Error).message}`, { cause: e });
   }
   const windowMs = int('windowMs', 1);
   const windowStart = int('windowStart', 0);

@@ -26,7 +26,6 @@
  * has not handed out at once (its ownership may vanish if the session expires), and starts again
  * when the session comes back; after an expiry it rebalances on the new session, claiming anew.
  */
-import { randomBytes } from 'node:crypto';
 import {
   BrokerRegistry,
   ConsumerRegistry,
@@ -257,12 +256,12 @@ export class GroupConsumer {
       zk.on('connected', ({ reconnect }) => {
         if (reconnect) this.resumeFetching();
       });
-      zk.on('session', () => this.requestRebalance('new ZooKeeper session'));
+      zk.on('session', () => void this.requestRebalance('new ZooKeeper session'));
       await this.consumers.registerConsumer(this.groupId, this.consumerId, this.subscription);
       this.logger.info({ group: this.groupId, consumerId: this.consumerId, subscription: this.subscription, sessionId: zk.sessionId }, 'consumer registered');
 
       const trigger = (what: string) => () => {
-        if (this.watching) this.requestRebalance(what);
+        if (this.watching) void this.requestRebalance(what);
       };
       this.watches.push(this.brokers.watchBrokerIds(trigger('brokers changed')));
       this.watches.push(this.consumers.watchConsumers(this.groupId, trigger('group members changed')));
@@ -355,7 +354,10 @@ export class GroupConsumer {
 
   // ------------------------------------------------------------------ rebalance
 
-  /** Asks for a rebalance; resolves when no rebalance is wanted or running any more. */
+  /**
+   * Asks for a rebalance; resolves when no rebalance is wanted or running any more. Never rejects:
+   * a rebalance that fails for good ends in {@link fail}, which the streams throw.
+   */
   private requestRebalance(reason: string): Promise<void> {
     if (this.closing.signal.aborted || this.failure) return Promise.resolve();
     this.logger.debug({ reason }, 'rebalance requested');

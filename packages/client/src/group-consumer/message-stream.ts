@@ -29,7 +29,7 @@ export interface GroupMessage extends ConsumedMessage {
  * retries, a message larger than `maxFetchBytes`, a compressed set larger than `maxDecompressedBytes`). Several iterators over one stream share its
  * messages (each message goes to one of them).
  */
-export interface MessageStream extends AsyncIterable<GroupMessage> {}
+export type MessageStream = AsyncIterable<GroupMessage>;
 
 /**
  * What the consumer knows of one partition it owns. `consumedOffset` is the offset after the
@@ -136,6 +136,7 @@ export class MessageQueue implements MessageStream {
   }
 
   private take(): Promise<IteratorResult<GroupMessage>> {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what fail() was given, as is
     if (this.error !== undefined) return Promise.reject(this.error);
     if (this.ended) return Promise.resolve({ done: true, value: undefined });
     const m = this.takers.length === 0 ? this.shift() : undefined;
@@ -174,7 +175,12 @@ export class MessageQueue implements MessageStream {
       payload: m.payload,
     };
     if (m.key === undefined && m.timestamp === undefined && m.host === undefined) return g;
-    return { ...g, ...(m.key !== undefined && { key: m.key }), ...(m.timestamp !== undefined && { timestamp: m.timestamp }), ...(m.host !== undefined && { host: m.host }) };
+    return {
+      ...g,
+      ...(m.key !== undefined && { key: m.key }),
+      ...(m.timestamp !== undefined && { timestamp: m.timestamp }),
+      ...(m.host !== undefined && { host: m.host }),
+    };
   }
 
   private wakeRoom(): void {

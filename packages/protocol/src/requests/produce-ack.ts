@@ -72,7 +72,13 @@ export function produceAckRequestBytes(blocks: readonly ProduceBlock[], setBytes
  * @returns the position just past the frame
  * @throws RangeError when `target` is too small; ProtocolError (InvalidMessage) for a metadata header over 65535 bytes
  */
-export function writeProduceAckRequest(target: Buffer, position: number, acks: AckLevelValue, blocks: readonly ProduceBlock[], setBytes: readonly number[]): number {
+export function writeProduceAckRequest(
+  target: Buffer,
+  position: number,
+  acks: AckLevelValue,
+  blocks: readonly ProduceBlock[],
+  setBytes: readonly number[],
+): number {
   let pos = position + frameSizeBytes + 2;
   pos = target.writeInt16BE(acks, pos);
   pos = target.writeInt16BE(blocks.length, pos);

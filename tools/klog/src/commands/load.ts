@@ -23,7 +23,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { KlogError, MessageTooLargeError, OffsetOutOfRangeError, SimpleConsumer } from '@klog/client';
 import { allPartitions, BrokerRegistry, type BrokerInfo } from '@klog/zk-registry';
-import type { Logger } from 'pino';
 import { parseZkConnect, withZooKeeper } from '../cluster.js';
 import { createLogger } from '../logger.js';
 import { PendingRun, readState, removeDeadTempDirs, runName, type Offsets } from '../load/layout.js';
@@ -124,14 +123,17 @@ async function load(opts: LoadOptions): Promise<void> {
   if (removed.length > 0) logger.info({ removed }, 'removed the temp directories of runs that did not finish');
   const seq = state.lastRun + 1;
 
-  const { brokers, partitions } = await withZooKeeper(opts.zookeeper, logger, (zk) => findPartitions(new BrokerRegistry(zk, { logger }), opts.topic, state.offsets));
+  const { brokers, partitions } = await withZooKeeper(opts.zookeeper, logger, (zk) =>
+    findPartitions(new BrokerRegistry(zk, { logger }), opts.topic, state.offsets),
+  );
 
   const consumers = new Map<number, SimpleConsumer>();
   const consumerOf = (brokerId: number): SimpleConsumer => {
     let c = consumers.get(brokerId);
     if (!c) {
       const b = brokers.get(brokerId)!;
-      c = new SimpleConsumer({ host: b.host, port: b.port, maxFetchBytes: Math.max(opts.maxFetchBytes, opts.fetchBytes), connectTimeoutMs: 5000, requestTimeoutMs: 30_000 });
+      const maxFetchBytes = Math.max(opts.maxFetchBytes, opts.fetchBytes);
+      c = new SimpleConsumer({ host: b.host, port: b.port, maxFetchBytes, connectTimeoutMs: 5000, requestTimeoutMs: 30_000 });
       consumers.set(brokerId, c);
     }
     return c;

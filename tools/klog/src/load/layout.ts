@@ -73,7 +73,7 @@ export async function readState(out: string): Promise<LoaderState> {
 
 function isOffsets(v: unknown): v is Offsets {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  return Object.values(v).every(
+  return Object.values(v as Record<string, unknown>).every(
     (t) =>
       typeof t === 'object' &&
       t !== null &&
