@@ -11,7 +11,7 @@
  * | `klog_bytes_out_total` | counter | topic | message-set bytes sent to consumers (FETCH, MULTIFETCH) |
  * | `klog_fetch_responses_total` | counter | topic | fetch answers with data (one per partition of a MULTIFETCH) |
  * | `klog_requests_total` | counter | type | requests by request type name (Fetch, Produce, ...) |
- * | `klog_errors_total` | counter | code | error responses, produced sets not appended (fire-and-forget or acknowledged; `DiskFull` for a full disk), by error code name |
+ * | `klog_errors_total` | counter | code | error responses and produced sets not appended (`DiskFull` for a full disk), by error code name |
  * | `klog_flushes_total` | counter | result (ok, error) | log flushes (fdatasync rounds, SPEC §2) |
  * | `klog_flush_duration_seconds` | histogram | | time of each flush |
  * | `klog_log_end_offset` | gauge | topic, partition | end of everything appended |

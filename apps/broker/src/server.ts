@@ -62,7 +62,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     connections.add(c);
     socket.on('close', () => connections.delete(c));
   });
-  const idleSweep = setInterval(() => closeIdle(connections, config.connectionsMaxIdleMs, logger), Math.min(1000, Math.max(10, config.connectionsMaxIdleMs / 4)));
+  const sweepMs = Math.min(1000, Math.max(10, config.connectionsMaxIdleMs / 4));
+  const idleSweep = setInterval(() => closeIdle(connections, config.connectionsMaxIdleMs, logger), sweepMs);
   idleSweep.unref();
   server.listen(config.port, config.host);
   try {

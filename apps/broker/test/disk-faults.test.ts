@@ -47,7 +47,9 @@ async function boot(args: string[], wrap: string[] = []): Promise<BrokerProcess>
   return b;
 }
 
-async function produce(c: WireClient, topic: string, payloads: Buffer[], acks: 1 | 2 = AckLevel.Appended): Promise<{ errorCode: number; offset: number; nextOffset: number }> {
+type Landed = { errorCode: number; offset: number; nextOffset: number };
+
+async function produce(c: WireClient, topic: string, payloads: Buffer[], acks: 1 | 2 = AckLevel.Appended): Promise<Landed> {
   const r = await c.request(encodeProduceAckRequest({ acks, partitions: [{ topic, partition: 0, messages: encodeMessageSet(payloads) }] }));
   expect(r.code).toBe(ErrorCode.None);
   return decodeProduceAckResponse(new Decoder(r.body))[0]!;
@@ -82,9 +84,9 @@ describe('log dir lock', () => {
       const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
       cleanups.push(() => proc.kill('SIGKILL'));
       let stderr = '';
-      proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       return new Promise((resolve, reject) => {
-        createInterface({ input: proc.stdout! }).on('line', (line) => {
+        createInterface({ input: proc.stdout }).on('line', (line) => {
           const entry = JSON.parse(line) as Record<string, unknown>;
           if (entry.msg !== 'broker listening') return;
           const hostPid = Number(execFileSync('pgrep', ['-P', String(proc.pid)]).toString().trim());

@@ -86,7 +86,8 @@ function writable(s: Socket): Promise<void> {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function produceAck(c: WireClient, topic: string, partition: number, payloads: string[]): Promise<{ errorCode: number; offset: number }> {
-  const r = await c.request(encodeProduceAckRequest({ acks: AckLevel.Appended, partitions: [{ topic, partition, messages: encodeMessageSet(payloads.map((p) => Buffer.from(p))) }] }));
+  const messages = encodeMessageSet(payloads.map((p) => Buffer.from(p)));
+  const r = await c.request(encodeProduceAckRequest({ acks: AckLevel.Appended, partitions: [{ topic, partition, messages }] }));
   expect(r.code).toBe(ErrorCode.None);
   return decodeProduceAckResponse(new Decoder(r.body))[0]!;
 }
@@ -271,7 +272,6 @@ describe('topic creation off the request path', () => {
     const asker = await WireClient.connect(b.port);
     expect((await produceAck(creator, 'steady', 0, ['here'])).errorCode).toBe(ErrorCode.None);
     let creating = true;
-    const started = performance.now();
     const created = produceAck(creator, 'wide', 999, ['new']).finally(() => (creating = false));
     const latencies: number[] = [];
     while (creating) {
@@ -282,9 +282,7 @@ describe('topic creation off the request path', () => {
       await sleep(5);
     }
     expect((await created).errorCode).toBe(ErrorCode.None);
-    const creationMs = performance.now() - started;
     expect(readdirSync(dir).filter((n) => n.startsWith('wide-'))).toHaveLength(1000);
-    expect({ creationMs, slowestOffsetsMs: Math.max(...latencies) }).toEqual({ creationMs, slowestOffsetsMs: expect.any(Number) });
     expect(Math.max(...latencies)).toBeLessThan(50);
     expect(latencies.length).toBeGreaterThan(2); // the creation took long enough for OFFSETS to be asked meanwhile
     creator.close();

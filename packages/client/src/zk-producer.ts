@@ -341,7 +341,8 @@ export class ZkProducer {
         const broker = this.pooledBroker(b);
         try {
           // An empty acknowledged produce to partition 0 creates the topic (METADATA never does).
-          const res = await broker.connection.request(encodeProduceAckRequest({ acks: AckLevel.Appended, partitions: [{ topic, partition: 0, messages: Buffer.alloc(0) }] }));
+          const empty = { topic, partition: 0, messages: Buffer.alloc(0) };
+          const res = await broker.connection.request(encodeProduceAckRequest({ acks: AckLevel.Appended, partitions: [empty] }));
           if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { topic, broker: broker.address }, 'produce request failed');
           const entry = decodeProduceAckResponse(res.body).find((t) => t.topic === topic);
           if (!entry || entry.errorCode !== ErrorCode.None) {

@@ -203,7 +203,8 @@ export class Segment {
    * the next use opens the file again. Does nothing otherwise.
    */
   releaseFd(): void {
-    if (this.#fd === undefined || this.#pins > 0 || this.#syncs.size > 0 || this.syncedBytes < this.size || this.#dirUnsynced || this.#closing !== undefined) return;
+    if (this.#fd === undefined || this.#closing !== undefined) return;
+    if (this.#pins > 0 || this.#syncs.size > 0 || this.syncedBytes < this.size || this.#dirUnsynced) return;
     const fd = this.#fd;
     this.#fd = undefined;
     fs.closeSync(fd);
