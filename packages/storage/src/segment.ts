@@ -244,16 +244,21 @@ export class Segment {
   }
 
   /**
-   * Reads up to `length` bytes from file position `position` into `target[0, length)`.
+   * Reads up to `length` bytes from file position `position` into `target[0, length)`. A
+   * segment that is not the active one closes its descriptor again afterwards when idle.
    * @returns the bytes read (fewer only at the end of the file)
    */
   readInto(target: Buffer, position: number, length: number): number {
     const fd = this.fd;
     let done = 0;
-    while (done < length) {
-      const n = fs.readSync(fd, target, done, length - done, position + done);
-      if (n === 0) break;
-      done += n;
+    try {
+      while (done < length) {
+        const n = fs.readSync(fd, target, done, length - done, position + done);
+        if (n === 0) break;
+        done += n;
+      }
+    } finally {
+      if (!this.#active) this.releaseFd();
     }
     return done;
   }
