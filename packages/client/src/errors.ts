@@ -8,6 +8,10 @@ import { ErrorCode, errorCodeName } from '@klog/protocol';
 /** Base class of every error thrown by @klog/client. */
 export class KlogError extends Error {
   override readonly name: string = 'KlogError';
+  /** Whether the same request may succeed if tried again (the `retriable` flag of @klog/retry). */
+  get retriable(): boolean {
+    return false;
+  }
 }
 
 /**
@@ -17,6 +21,10 @@ export class KlogError extends Error {
  */
 export class KlogConnectionError extends KlogError {
   override readonly name: string = 'KlogConnectionError';
+  /** A lost or timed-out connection is worth another attempt. */
+  override get retriable(): boolean {
+    return true;
+  }
   constructor(
     /** `host:port` of the broker. */
     readonly broker: string,

@@ -46,6 +46,7 @@ import {
 import { Connection } from './connection.js';
 import { DecompressedTooLargeError, KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError } from './errors.js';
 import { sleep } from './sleep.js';
+import { Backoff } from '@klog/retry';
 
 /** Options of a {@link SimpleConsumer}. */
 export interface SimpleConsumerOptions {
@@ -372,7 +373,7 @@ export class SimpleConsumer {
     const maxIdleBackoffMs = options.maxIdleBackoffMs ?? defaultMaxIdleBackoffMs;
     let offset = options.offset;
     let size = fetchBytes;
-    let backoffMs = 0;
+    const idleBackoff = new Backoff({ initialMs: Math.min(minIdleBackoffMs, maxIdleBackoffMs), maxMs: maxIdleBackoffMs, jitter: 0 });
     while (!signal?.aborted) {
       const started = Date.now();
       const r = await untilAborted(this.fetch({ topic, partition, offset, maxBytes: size, maxWaitMs }), signal);
@@ -381,7 +382,7 @@ export class SimpleConsumer {
         if (last) last.full = r.bytes >= size;
         offset = r.nextOffset;
         size = fetchBytes;
-        backoffMs = 0;
+        idleBackoff.reset();
         yield r.messages;
         continue;
       }
@@ -398,8 +399,7 @@ export class SimpleConsumer {
         continue;
       }
       if (Date.now() - started < maxWaitMs || maxWaitMs === 0) {
-        backoffMs = Math.min(Math.max(backoffMs * 2, minIdleBackoffMs), maxIdleBackoffMs);
-        if (!(await sleep(backoffMs, signal))) return;
+        if (!(await sleep(idleBackoff.next(), signal))) return;
       }
     }
   }
