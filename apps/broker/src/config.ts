@@ -68,6 +68,10 @@ export interface BrokerConfig {
   connectionsMaxIdleMs: number;
   /** Most client connections at once (`max.connections`); more are closed at once, with a log line; default 10 000. */
   maxConnections: number;
+  /** Port of the Kafka listener (`kafka.port`, docs/kafka-protocol.md); 0 picks a free one, which the broker logs; absent: no Kafka listener. */
+  kafkaPort?: number;
+  /** Host given to Kafka clients in Metadata and FindCoordinator answers (`kafka.advertised.host`); default `host`. */
+  kafkaAdvertisedHost?: string;
 }
 
 /** Values of the `read.path` setting. */
@@ -153,6 +157,8 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
   'queued.max.request.bytes': 'queuedMaxRequestBytes',
   'connections.max.idle.ms': 'connectionsMaxIdleMs',
   'max.connections': 'maxConnections',
+  'kafka.port': 'kafkaPort',
+  'kafka.advertised.host': 'kafkaAdvertisedHost',
 };
 
 /** Smallest value of each numeric setting. */
@@ -175,6 +181,7 @@ const minimums: Record<NumericKey, number> = {
   queuedMaxRequestBytes: 16,
   connectionsMaxIdleMs: 100,
   maxConnections: 1,
+  kafkaPort: 0,
 };
 
 /**
@@ -186,7 +193,7 @@ export function parseSetting(key: NumericKey, text: string, source: string): num
   if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < minimums[key]) {
     throw new ConfigError(`${source}: expected an integer >= ${minimums[key]}, got ${JSON.stringify(text)}`);
   }
-  if ((key === 'port' || key === 'metricsPort') && value > 65535) throw new ConfigError(`${source}: port ${value} is above 65535`);
+  if ((key === 'port' || key === 'metricsPort' || key === 'kafkaPort') && value > 65535) throw new ConfigError(`${source}: port ${value} is above 65535`);
   return value;
 }
 
@@ -211,7 +218,7 @@ export function readPropertiesFile(path: string): Partial<BrokerConfig> {
     }
     const setting = propertyKeys[key];
     if (setting === undefined) throw new ConfigError(`${path}: unknown setting ${JSON.stringify(key)}`);
-    if (setting === 'host' || setting === 'logDir' || setting === 'zookeeper') out[setting] = value;
+    if (setting === 'host' || setting === 'logDir' || setting === 'zookeeper' || setting === 'kafkaAdvertisedHost') out[setting] = value;
     else if (setting === 'readPath') out.readPath = parseReadPath(value, `${path}: ${key}`);
     else if (setting === 'autoCreateTopics') out.autoCreateTopics = parseBoolean(value, `${path}: ${key}`);
     else out[setting] = parseSetting(setting, value, `${path}: ${key}`);

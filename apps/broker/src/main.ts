@@ -48,6 +48,8 @@ const program = new Command('klog-broker')
   .option('--queued-max-request-bytes <bytes>', 'most request bytes buffered over all connections (queued.max.request.bytes)', int('queuedMaxRequestBytes', '--queued-max-request-bytes'))
   .option('--connections-max-idle-ms <ms>', 'close a connection that completes no request for this long (connections.max.idle.ms)', int('connectionsMaxIdleMs', '--connections-max-idle-ms'))
   .option('--max-connections <n>', 'most client connections at once (max.connections)', int('maxConnections', '--max-connections'))
+  .option('--kafka-port <port>', "also speak Kafka's wire protocol on this port, 0 picks a free one (kafka.port)", int('kafkaPort', '--kafka-port'))
+  .option('--kafka-advertised-host <host>', 'host given to Kafka clients (kafka.advertised.host); default --host')
   .showHelpAfterError(false);
 
 async function main(): Promise<void> {
@@ -61,6 +63,7 @@ async function main(): Promise<void> {
     ['retentionCheckIntervalMs', 'retentionCheckIntervalMs'], ['maxMessageBytes', 'maxMessageBytes'], ['maxRequestBytes', 'maxRequestBytes'],
     ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['autoCreateTopicsEnable', 'autoCreateTopics'], ['maxPartitions', 'maxPartitions'],
     ['queuedMaxRequestBytes', 'queuedMaxRequestBytes'], ['connectionsMaxIdleMs', 'connectionsMaxIdleMs'], ['maxConnections', 'maxConnections'],
+    ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['kafkaPort', 'kafkaPort'], ['kafkaAdvertisedHost', 'kafkaAdvertisedHost'],
   ];
   for (const [flag, key] of flags) if (o[flag] !== undefined) (settings as Record<string, unknown>)[key] = o[flag];
   if (o.retentionHours !== undefined) settings.retentionMs = Number(o.retentionHours) * 3600 * 1000;

@@ -13,6 +13,7 @@ import { closeIdle, Connection, refusalLog } from './connection.js';
 import { RequestMemory } from './request-memory.js';
 import type { BrokerContext } from './handlers/index.js';
 import { BrokerMetrics, serveMetrics } from './metrics.js';
+import { startKafkaListener, type KafkaListener } from './kafka/listener.js';
 
 /** A started broker. */
 export interface Broker {
@@ -28,6 +29,8 @@ export interface Broker {
   readonly metricsPort: number | undefined;
   /** The broker's ZooKeeper membership in cluster mode; undefined when standalone. */
   readonly cluster: ClusterMembership | undefined;
+  /** The Kafka listener (docs/kafka-protocol.md), or undefined without `kafka.port`. */
+  readonly kafka: KafkaListener | undefined;
   /** Stops accepting, closes connections, flushes every log and writes the clean-shutdown marker. */
   close(): Promise<void>;
 }
@@ -99,6 +102,18 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       throw err;
     }
   }
+  let kafka: KafkaListener | undefined;
+  if (config.kafkaPort !== undefined) {
+    try {
+      kafka = await startKafkaListener(ctx, config.kafkaPort, config.kafkaAdvertisedHost, cluster?.zk);
+    } catch (err) {
+      server.close();
+      metricsServer?.close();
+      await cluster?.leave();
+      await logs.close();
+      throw err;
+    }
+  }
   logger.info(
     {
       brokerId: config.brokerId,
@@ -112,6 +127,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       crcPath: crcSupport.path,
       ...(crcSupport.reason !== undefined ? { crcAddonUnavailable: crcSupport.reason } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
+      ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}),
     },
     'broker listening',
   );
@@ -121,6 +137,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     (closing ??= (async () => {
       abort.abort();
       clearInterval(idleSweep);
+      await kafka?.close();
       await cluster?.leave();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const c of connections) c.destroy();
@@ -132,8 +149,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       logger.info({ metrics: await metrics.toJSON() }, 'broker stopped');
     })());
 
-  const effective = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}) };
-  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, close };
+  const effective = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}), ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}) };
+  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, close };
 }
 
 /**

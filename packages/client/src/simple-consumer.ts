@@ -26,9 +26,11 @@ import {
   checkMessageAt,
   CompressionCodec,
   decodeFetchResponse,
+  decodeMetadataResponse,
   decompressWrapper,
   decodeOffsetsResponse,
   encodeFetchRequest,
+  encodeMetadataRequest,
   encodeOffsetsRequest,
   ErrorCode,
   hasHeaderAttribute,
@@ -44,7 +46,7 @@ import {
   validateTopic,
 } from '@klog/protocol';
 import { Connection } from './connection.js';
-import { DecompressedTooLargeError, KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError } from './errors.js';
+import { DecompressedTooLargeError, KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError, UnknownTopicError } from './errors.js';
 import { sleep } from './sleep.js';
 import { Backoff } from '@klog/retry';
 
@@ -290,6 +292,30 @@ export class SimpleConsumer {
     const res = await this.connection.request(encodeOffsetsRequest({ topic, partition, time, maxOffsets }));
     if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { topic, partition, broker: this.broker });
     return decodeOffsetsResponse(res.body);
+  }
+
+  /**
+   * The topics the broker holds, with their partition counts (a METADATA listing, docs/format.md
+   * §12); creates none.
+   * @throws KlogBrokerError for an error code, KlogConnectionError when the broker cannot be reached
+   */
+  async topics(): Promise<Map<string, number>> {
+    const res = await this.connection.request(encodeMetadataRequest([]));
+    if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { broker: this.broker }, 'topic listing failed');
+    return new Map(decodeMetadataResponse(res.body).map((t) => [t.topic, t.partitions]));
+  }
+
+  /**
+   * Checks that the broker holds `partition` of `topic` (fetches and OFFSETS answer a missing
+   * one as empty).
+   * @throws UnknownTopicError naming the topics (or partitions) it has; as {@link topics}
+   */
+  async checkPartition(topic: string, partition: number): Promise<void> {
+    const topics = await this.topics();
+    const count = topics.get(topic);
+    const where = `on broker ${this.broker}`;
+    if (count === undefined) throw new UnknownTopicError(topic, [...topics.keys()].sort(), undefined, where);
+    if (partition >= count) throw new UnknownTopicError(topic, [...topics.keys()].sort(), { asked: String(partition), count }, where);
   }
 
   /** The partition's earliest offset (the start of its oldest segment). @throws as offsetsBefore */

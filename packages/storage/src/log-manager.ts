@@ -169,27 +169,29 @@ export class LogManager {
   }
 
   /**
-   * Creates `topic` with `numPartitions` partitions if it does not exist, whatever
+   * Creates `topic` with `partitions` partitions (default `numPartitions`) if it does not exist, whatever
    * `autoCreateTopics` says (this is the explicit act). Directories and segment files are
    * created asynchronously, a few at a time, and fsynced with the log dir; the topic is
    * visible (`partitionCount`, `getLog`) only once all its partitions exist. Concurrent calls
    * share one creation.
-   * @returns the topic's partition count
-   * @throws (rejects with) InvalidTopicError; TooManyPartitionsError when it would pass
+   * @returns the topic's partition count (an existing topic's own)
+   * @throws (rejects with) InvalidTopicError; RangeError for a partition count that is not a
+   *   positive integer; TooManyPartitionsError when it would pass
    *   `maxPartitions`; LogClosedError after `close()`; DiskFullError; file system errors (the
    *   partitions made so far are closed and the topic is not created; a retry reuses their
    *   directories)
    */
-  createTopic(topic: string): Promise<number> {
+  createTopic(topic: string, partitions = this.config.numPartitions): Promise<number> {
     const known = this.#topics.get(topic);
     if (known !== undefined) return Promise.resolve(known);
     const running = this.#creating.get(topic);
     if (running !== undefined) return running;
     if (this.#closed) return Promise.reject(new LogClosedError('log manager'));
     if (!isValidTopicName(topic)) return Promise.reject(new InvalidTopicError(topic));
-    const count = this.config.numPartitions;
+    if (!Number.isSafeInteger(partitions) || partitions < 1) return Promise.reject(new RangeError(`partition count must be a positive integer, got ${partitions}`));
+    const count = partitions;
     let reserved = this.#logs.size;
-    for (const t of this.#creating.keys()) reserved += t === topic ? 0 : count;
+    for (const t of this.#creating.keys()) reserved += t === topic ? 0 : this.config.numPartitions;
     if (reserved + count > this.config.maxPartitions) return Promise.reject(new TooManyPartitionsError(topic, reserved, count, this.config.maxPartitions));
     const creation = this.#create(topic, count).finally(() => this.#creating.delete(topic));
     this.#creating.set(topic, creation);

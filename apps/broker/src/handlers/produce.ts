@@ -201,7 +201,10 @@ export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckReques
       if (req.acks === AckLevel.Flushed) flushes.push(log.flushedThrough(nextOffset));
     } catch (err) {
       rejected(ctx, p, err);
-      results.push({ topic: p.topic, partition: p.partition, errorCode: errorCodeOf(err), offset: -1, nextOffset: -1 });
+      const errorCode = errorCodeOf(err);
+      // For a message over the limit, nextOffset carries the limit (docs/format.md §11), so the producer can say which.
+      const nextOffset = errorCode === ErrorCode.MessageSizeTooLarge ? ctx.config.maxMessageBytes : -1;
+      results.push({ topic: p.topic, partition: p.partition, errorCode, offset: -1, nextOffset });
     }
   }
   await Promise.all(flushes);
