@@ -6,17 +6,21 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
-import { ConfigError, parseFlushPolicy, parseReadPath, parseSetting, readPropertiesFile, type BrokerConfig } from './config.js';
+import { ConfigError, parseBoolean, parseFlushPolicy, parseReadPath, parseSetting, readPropertiesFile, type BrokerConfig } from './config.js';
 import { startBroker } from './server.js';
 
 type NumericFlag = Parameters<typeof parseSetting>[0];
-const int = (key: NumericFlag, flag: string) => (v: string): number => {
-  try {
-    return parseSetting(key, v, flag);
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-};
+/** A commander argument parser from a setting's parser: its ConfigError becomes commander's InvalidArgumentError. */
+const parsed =
+  <T>(parse: (text: string, source: string) => T, flag: string) =>
+  (v: string): T => {
+    try {
+      return parse(v, flag);
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  };
+const int = (key: NumericFlag, flag: string): ((v: string) => number) => parsed((v, source) => parseSetting(key, v, source), flag);
 
 const program = new Command('klog-broker')
   .description('klog broker: serves partition logs over TCP (standalone without --zookeeper)')
@@ -45,14 +49,13 @@ const program = new Command('klog-broker')
   .option('--retention-check-interval-ms <ms>', 'how often retention runs (retention.check.interval.ms)', int('retentionCheckIntervalMs', '--retention-check-interval-ms'))
   .option('--max-message-bytes <bytes>', 'largest message payload accepted (max.message.bytes)', int('maxMessageBytes', '--max-message-bytes'))
   .option('--max-request-bytes <bytes>', 'largest request frame accepted (max.request.bytes)', int('maxRequestBytes', '--max-request-bytes'))
-  .option('--read-path <path>', 'how fetches send segment bytes: auto, sendfile or read-write (read.path)', (v: string) => {
-    try {
-      return parseReadPath(v, '--read-path');
-    } catch (err) {
-      throw new InvalidArgumentError((err as Error).message);
-    }
-  })
+  .option('--read-path <path>', 'how fetches send segment bytes: auto, sendfile or read-write (read.path)', parsed(parseReadPath, '--read-path'))
   .option('--metrics-port <port>', 'serve Prometheus metrics on this port, 0 picks a free one (metrics.port)', int('metricsPort', '--metrics-port'))
+  .option('--auto-create-topics-enable <bool>', 'whether a produce creates a topic the broker lacks: true or false (auto.create.topics.enable)', parsed(parseBoolean, '--auto-create-topics-enable'))
+  .option('--max-partitions <n>', 'most partitions topics are created up to (max.partitions)', int('maxPartitions', '--max-partitions'))
+  .option('--queued-max-request-bytes <bytes>', 'most request bytes buffered over all connections (queued.max.request.bytes)', int('queuedMaxRequestBytes', '--queued-max-request-bytes'))
+  .option('--connections-max-idle-ms <ms>', 'close a connection that completes no request for this long (connections.max.idle.ms)', int('connectionsMaxIdleMs', '--connections-max-idle-ms'))
+  .option('--max-connections <n>', 'most client connections at once (max.connections)', int('maxConnections', '--max-connections'))
   .option('--kafka-port <port>', "also speak Kafka's wire protocol on this port, 0 picks a free one (kafka.port)", int('kafkaPort', '--kafka-port'))
   .option('--kafka-advertised-host <host>', 'host given to Kafka clients (kafka.advertised.host); default --host')
   .showHelpAfterError(false);
@@ -66,6 +69,8 @@ async function main(): Promise<void> {
     ['numPartitions', 'numPartitions'], ['segmentBytes', 'segmentBytes'], ['flushMessages', 'flushMessages'],
     ['flushMs', 'flushIntervalMs'], ['flushPolicy', 'flushPolicy'], ['flushThreads', 'flushThreads'], ['retentionMs', 'retentionMs'], ['retentionBytes', 'retentionBytes'],
     ['retentionCheckIntervalMs', 'retentionCheckIntervalMs'], ['maxMessageBytes', 'maxMessageBytes'], ['maxRequestBytes', 'maxRequestBytes'],
+    ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['autoCreateTopicsEnable', 'autoCreateTopics'], ['maxPartitions', 'maxPartitions'],
+    ['queuedMaxRequestBytes', 'queuedMaxRequestBytes'], ['connectionsMaxIdleMs', 'connectionsMaxIdleMs'], ['maxConnections', 'maxConnections'],
     ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['kafkaPort', 'kafkaPort'], ['kafkaAdvertisedHost', 'kafkaAdvertisedHost'],
   ];
   for (const [flag, key] of flags) if (o[flag] !== undefined) (settings as Record<string, unknown>)[key] = o[flag];

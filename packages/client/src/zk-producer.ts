@@ -28,7 +28,7 @@
  * registers that topic (topics created after it joined, or one it was asked for); the
  * producer does not spread an existing topic onto it, since that would move keys.
  */
-import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
+import { AckLevel, decodeProduceAckResponse, encodeProduceAckRequest, ErrorCode, validateTopic } from '@klog/protocol';
 import { type BrokerInfo, silentLogger, ZkClient, type ZkLogger } from '@klog/zk-registry';
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
 import { KlogBrokerError, KlogError } from './errors.js';
@@ -322,7 +322,7 @@ export class ZkProducer {
     return p;
   }
 
-  /** Asks every live broker for the topic's metadata (which creates it there) and waits for their registrations. */
+  /** Asks every live broker to create the topic (an empty acknowledged produce) and waits for their registrations. */
   private async createTopic(topic: string, info: BrokerPartitionInfo): Promise<void> {
     const brokers = [...info.brokers().values()];
     if (brokers.length === 0) throw new KlogError(`topic ${topic}: no live broker is registered in ZooKeeper at ${this.zookeeper}`);
@@ -333,9 +333,11 @@ export class ZkProducer {
       brokers.map(async (b) => {
         const broker = this.pooledBroker(b);
         try {
-          const res = await broker.connection.request(encodeMetadataRequest([topic]));
-          if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { topic, broker: broker.address }, 'metadata request failed');
-          const entry = decodeMetadataResponse(res.body).find((t) => t.topic === topic);
+          // An empty acknowledged produce to partition 0 creates the topic (METADATA never does).
+          const empty = { topic, partition: 0, messages: Buffer.alloc(0) };
+          const res = await broker.connection.request(encodeProduceAckRequest({ acks: AckLevel.Appended, partitions: [empty] }));
+          if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { topic, broker: broker.address }, 'produce request failed');
+          const entry = decodeProduceAckResponse(res.body).find((t) => t.topic === topic);
           if (!entry || entry.errorCode !== ErrorCode.None) {
             throw new KlogBrokerError(entry?.errorCode ?? ErrorCode.Unknown, { topic, broker: broker.address }, 'could not create the topic');
           }

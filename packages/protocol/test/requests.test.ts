@@ -312,6 +312,9 @@ describe('error codes', () => {
       UnknownRequestType: 7,
       InvalidMessageOffset: 8,
       InvalidTopic: 9,
+      UnknownTopic: 10,
+      TooManyPartitions: 11,
+      DiskFull: 12,
     });
     expect(RequestType).toStrictEqual({ Produce: 0, Fetch: 1, MultiFetch: 2, MultiProduce: 3, Offsets: 4, ProduceAck: 5, Metadata: 6 });
   });

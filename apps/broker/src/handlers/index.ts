@@ -31,17 +31,29 @@ function decodeCounted(ctx: BrokerContext, frame: Buffer, type: number): { reque
  * Handles `frame` (`type int16 | body`) when it is a fire-and-forget PRODUCE or MULTIPRODUCE,
  * adding its message sets to `run` (which appends them, see {@link ProduceRun}); such a request
  * has no response. A frame that does not decode is logged and counted.
- * @returns true when the frame was such a request, false (having done nothing) for any other
+ * @returns false (having done nothing) for any other request; true when the frame was such a
+ *   request and is taken; a promise (never rejecting) when it names a topic being created: wait
+ *   for it before the next frame, so appends keep arrival order
  */
-export function handleFireAndForget(ctx: BrokerContext, frame: Buffer, run: ProduceRun): boolean {
+export function handleFireAndForget(ctx: BrokerContext, frame: Buffer, run: ProduceRun): boolean | Promise<void> {
   const type = frame.length >= 2 ? frame.readInt16BE(0) : -1;
   if (type !== RequestType.Produce && type !== RequestType.MultiProduce) return false;
   ctx.metrics.request(typeNames.get(type)!);
   const decoded = decodeCounted(ctx, frame, type);
   if (!('request' in decoded)) return true;
   const { request } = decoded;
-  if (request.type === RequestType.Produce) run.add(request.produce);
-  else if (request.type === RequestType.MultiProduce) for (const p of request.produces) run.add(p);
+  if (request.type === RequestType.Produce) return run.add(request.produce) ?? true;
+  if (request.type !== RequestType.MultiProduce) return true;
+  const produces = request.produces;
+  for (let i = 0; i < produces.length; i++) {
+    const waiting = run.add(produces[i]!);
+    if (waiting !== undefined) {
+      return (async () => {
+        await waiting;
+        for (let j = i + 1; j < produces.length; j++) await run.add(produces[j]!);
+      })();
+    }
+  }
   return true;
 }
 
@@ -70,10 +82,10 @@ async function respond(ctx: BrokerContext, frame: Buffer, type: number): Promise
   const { request } = decoded;
   switch (request.type) {
     case RequestType.Produce:
-      handleProduce(ctx, [request.produce]);
+      await handleProduce(ctx, [request.produce]);
       return undefined;
     case RequestType.MultiProduce:
-      handleProduce(ctx, request.produces);
+      await handleProduce(ctx, request.produces);
       return undefined;
     case RequestType.ProduceAck:
       return [await handleProduceAck(ctx, request.produceAck)];

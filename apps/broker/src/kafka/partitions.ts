@@ -18,13 +18,13 @@ export async function localLog(k: KafkaContext, topic: string, partition: number
     const parts = await k.topology.partitions(topic);
     if (parts.length === 0) {
       const creatable = create && !k.topology.clustered && partition >= 0 && partition < k.broker.config.numPartitions;
-      if (creatable) return { log: k.broker.logs.getOrCreateLog(topic, partition) };
+      if (creatable) return { log: await k.broker.logs.getOrCreateLog(topic, partition) };
       return { errorCode: KafkaErrorCode.UnknownTopicOrPartition };
     }
     const bp = parts[partition];
     if (bp === undefined) return { errorCode: KafkaErrorCode.UnknownTopicOrPartition };
     if (bp.brokerId !== k.topology.self.nodeId) return { errorCode: KafkaErrorCode.NotLeaderForPartition };
-    return { log: k.broker.logs.getOrCreateLog(topic, bp.partition) };
+    return { log: await k.broker.logs.getOrCreateLog(topic, bp.partition) };
   } catch (err) {
     return { errorCode: kafkaErrorOf(err) };
   }
@@ -40,6 +40,6 @@ export function kafkaErrorOf(err: unknown): KafkaErrorCodeValue {
   if (code === ErrorCode.MessageSizeTooLarge) return KafkaErrorCode.MessageTooLarge;
   if (code === ErrorCode.InvalidMessage) return KafkaErrorCode.CorruptMessage;
   if (code === ErrorCode.InvalidTopic) return KafkaErrorCode.InvalidTopicException;
-  if (code === ErrorCode.WrongPartition) return KafkaErrorCode.UnknownTopicOrPartition;
+  if (code === ErrorCode.WrongPartition || code === ErrorCode.UnknownTopic) return KafkaErrorCode.UnknownTopicOrPartition;
   return KafkaErrorCode.UnknownServerError;
 }
