@@ -12,7 +12,7 @@
  * then go to the log in one write.
  */
 import type { Socket } from 'node:net';
-import { ErrorCode, ProtocolError, bufferView, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
+import { ErrorCode, ProtocolError, RequestDecoder, bufferView, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
 import { sendRegion, type FileRegion } from '@klog/storage';
 import { handleFireAndForget, handleRequest, ProduceRun, type BrokerContext, type ResponsePart } from './handlers/index.js';
 
@@ -38,6 +38,8 @@ export class Connection {
   private readonly run: ProduceRun;
   /** Set while a `setImmediate` that appends `run` is pending. */
   private runFlush: NodeJS.Immediate | undefined;
+  /** Decodes this connection's requests, keeping the topic name it last read. */
+  private readonly decoder = new RequestDecoder();
 
   constructor(
     broker: BrokerContext,
@@ -127,7 +129,7 @@ export class Connection {
           return;
         }
         if (frame === undefined || this.closed) break;
-        if (handleFireAndForget(this.ctx, frame, run)) continue;
+        if (handleFireAndForget(this.ctx, this.decoder, frame, run)) continue;
         this.appendRun();
         const response = await this.handle(frame);
         if (this.closed) {
@@ -152,7 +154,7 @@ export class Connection {
 
   private async handle(frame: Buffer): Promise<ResponsePart[] | undefined> {
     try {
-      return await handleRequest(this.ctx, frame);
+      return await handleRequest(this.ctx, this.decoder, frame);
     } catch (err) {
       this.ctx.logger.error({ remote: this.remote, err }, 'request failed');
       return [encodeErrorResponse(ErrorCode.Unknown)];

@@ -48,6 +48,7 @@ import {
   type PartitionMessages,
   produceAckRequestBytes,
   singleSetMultiProduceRequestBytes,
+  TopicNameCache,
   writeMultiProduceMessageRequest,
   writeMultiProduceRequest,
   writeProduceAckRequest,
@@ -239,6 +240,8 @@ export class ProducerPool {
    * (batchSize 1, acks 0, no compression): {@link sendAlone} writes it without a batch.
    */
   private readonly sendsAlone: boolean;
+  /** The topic name last found valid by {@link sendAlone}'s request writer. */
+  private readonly topicNames = new TopicNameCache();
 
   /** Brokers by address. */
   private readonly brokers = new Map<string, BrokerState>();
@@ -512,7 +515,7 @@ export class ProducerPool {
     let bytes: number;
     try {
       const topic = target.meta.topic;
-      bytes = singleSetMultiProduceRequestBytes(topic, size);
+      bytes = singleSetMultiProduceRequestBytes(topic, size, this.topicNames);
       // Written in place in the connection's slab: a Buffer per frame would cost more than most frames' bytes.
       if (bytes <= maxSlabFrameBytes) {
         at = c.reserveFrame(bytes);
