@@ -10,6 +10,7 @@ import tseslint from 'typescript-eslint';
 const projects = [
   ['packages/protocol', 'tsconfig.lint.json'],
   ['packages/storage', 'tsconfig.lint.json'],
+  ['packages/logger', 'tsconfig.lint.json'],
   ['packages/zk-registry', 'tsconfig.lint.json'],
   ['packages/client', 'tsconfig.lint.json'],
   ['apps/broker', 'tsconfig.lint.json'],

@@ -53,6 +53,7 @@ import {
   writeMultiProduceRequest,
   writeProduceAckRequest,
 } from '@klog/protocol';
+import type { Logger } from '@klog/logger';
 import { AuditCounter, type AuditCounterOptions, type AuditOptions } from './audit/audit-counter.js';
 import { Connection, maxSlabFrameBytes, type WrittenCallback } from './connection.js';
 import { KlogBrokerError, KlogError } from './errors.js';
@@ -60,11 +61,6 @@ import { KlogBrokerError, KlogError } from './errors.js';
 /** 0: fire-and-forget (no response); 1: answered once appended; 2: answered once appended and flushed. */
 export type Acks = 0 | 1 | 2;
 
-/** The subset of a pino logger the client uses. */
-export interface Logger {
-  debug(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
 
 /** Default messages per batch. */
 export const defaultBatchSize = 200;

@@ -16,7 +16,7 @@ import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
 
-export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes, type Logger } from './producer-pool.js';
+export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes } from './producer-pool.js';
 
 /** One record to send. */
 export interface ProducerRecord {

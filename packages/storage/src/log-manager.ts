@@ -5,7 +5,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
+import { type Logger, silentLogger } from '@klog/logger';
+import { defaultLogConfig, type LogConfig } from './config.js';
 import { InvalidTopicError, isValidTopicName, LogClosedError, WrongPartitionError } from './errors.js';
 import { Log, type FlushEvent } from './log.js';
 import { lockLogDir } from './log-dir-lock.js';
@@ -25,7 +26,7 @@ export interface LogManagerConfig extends LogConfig {
   /** How often retention runs, in ms; default 300 000 (5 minutes). */
   retentionCheckIntervalMs: number;
   /** Where log entries go (pino fits); default: nowhere. */
-  logger?: StorageLogger;
+  logger?: Logger;
 }
 
 /** `LogManagerConfig` defaults, `logDir` aside. */
@@ -62,7 +63,7 @@ export class LogManager {
   #closed = false;
   /** Releases the log dir's lock. */
   #unlock: () => void = () => {};
-  readonly #logger: StorageLogger;
+  readonly #logger: Logger;
 
   private constructor(config: LogManagerConfig) {
     this.config = config;

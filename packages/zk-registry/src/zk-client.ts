@@ -39,7 +39,7 @@ import {
   ZkSessionExpiredError,
   ZkTimeoutError,
 } from './errors.js';
-import { silentLogger, type ZkLogger } from './logger.js';
+import { type Logger, silentLogger } from '@klog/logger';
 
 /** Options of {@link ZkClient.connect}. All durations are milliseconds. */
 export interface ZkClientOptions {
@@ -54,7 +54,7 @@ export interface ZkClientOptions {
   /** Largest reconnect / retry delay. Default a third of the session timeout, at least 250 and at most 2000. */
   retryMaxDelayMs?: number;
   /** Where connection, session and retry events are logged (pino-compatible). Default: silent. */
-  logger?: ZkLogger;
+  logger?: Logger;
 }
 
 /** Metadata of a znode (ZooKeeper's `Stat`), as klog uses it. */
@@ -267,7 +267,7 @@ export class ZkClient extends EventEmitter {
   private readonly retryBaseDelayMs: number;
   private readonly retryMaxDelayMs: number;
   /** The logger given in the options (silent by default); the registries log to it too. */
-  readonly logger: ZkLogger;
+  readonly logger: Logger;
   /** Internal signals (`ready`, `closed`), kept apart from the public events. */
   private readonly internal = new EventEmitter();
   /** The current session; replaced after expiry. */
@@ -1007,7 +1007,7 @@ export class ZkClient extends EventEmitter {
  * parse is treated as a lost connection: the socket is destroyed and the library reconnects
  * (the session, if still alive, is kept). Must run before `connect()`, which binds the handler.
  */
-function guardFrameParser(cm: zookeeper.ConnectionManager, logger: ZkLogger): void {
+function guardFrameParser(cm: zookeeper.ConnectionManager, logger: Logger): void {
   // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with the manager as `this`
   const parse = cm.onSocketData;
   cm.on('state', (state: number) => {
