@@ -26,7 +26,10 @@ export function parseOffsetReset(value: unknown, setting: string): OffsetReset {
  * The offset the policy names among the bounds a broker reported (an OffsetOutOfRange answer
  * carries the partition's earliest offset and log end); undefined when the broker did not report it.
  */
-export function resetOffsetWithin(policy: OffsetReset, bounds: { readonly earliest?: number | undefined; readonly end?: number | undefined }): number | undefined {
+export function resetOffsetWithin(
+  policy: OffsetReset,
+  bounds: { readonly earliest?: number | undefined; readonly end?: number | undefined },
+): number | undefined {
   return policy === 'smallest' ? bounds.earliest : bounds.end;
 }
 
