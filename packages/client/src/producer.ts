@@ -118,6 +118,16 @@ export class Producer {
   }
 
   /**
+   * Where each partition of `topic` over the broker list lives: its number (0..N-1), its broker's
+   * `host:port`, and its number on that broker (what FETCH and OFFSETS name). Asks as
+   * {@link partitionCount} does.
+   * @throws as {@link partitionCount}
+   */
+  async partitionBrokers(topic: string): Promise<{ readonly partition: number; readonly broker: string; readonly brokerPartition: number }[]> {
+    return (await this.partitionsOf(topic)).map((t) => ({ partition: t.meta.partition, broker: t.broker.address, brokerPartition: t.brokerPartition }));
+  }
+
+  /**
    * Adds records to the batches of their partitions. With acks 0 resolves once every record is
    * in a batch (waiting first while {@link ProducerOptions.maxInFlightBytes} are batched or in
    * flight); with acks 1 or 2 resolves once every record is acknowledged, with its offset.
