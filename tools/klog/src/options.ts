@@ -6,6 +6,14 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type BrokerAddress, KlogError, parseBrokerAddress, parseBrokerList } from '@klog/client';
 import { validateTopic } from '@klog/protocol';
 
+/**
+ * Options given that do not go together, or one that is missing (a usage error: exit code 2, see
+ * cli.ts), found once commander has parsed the command line.
+ */
+export class UsageError extends KlogError {
+  override readonly name: string = 'UsageError';
+}
+
 /** An integer ≥ `min` (and ≤ `max`); accepts `1k`, `1M`, `1G` suffixes for byte sizes when `sizes` is set. */
 export function intParser(min: number, max = Number.MAX_SAFE_INTEGER, sizes = false): (value: string) => number {
   return (value) => {

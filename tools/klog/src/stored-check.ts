@@ -9,7 +9,7 @@
  * The count assumes nothing else writes the partitions meanwhile; another producer's messages
  * would be counted as this command's.
  */
-import { type BrokerAddress, SimpleConsumer } from '@klog/client';
+import { type BrokerAddress, parseBrokerAddress, Producer, SimpleConsumer, type ZkProducer } from '@klog/client';
 import { messageSizeInBytes } from '@klog/protocol';
 
 /** A partition to check: where it lives and how the user names it. */
@@ -152,4 +152,27 @@ export function storedMismatch(sent: number, stored: Stored): string | undefined
   return diff > 0
     ? `the broker stored ${stored.messages} of the ${sent} messages sent: ${diff} LOST (rejected or dropped without acknowledgement; see the broker's log)`
     : `the broker stored ${stored.messages} messages, ${-diff} more than the ${sent} sent: another producer wrote to the topic meanwhile`;
+}
+
+/**
+ * Starts a {@link StoredCheck} on every partition `producer` sends `topic` to: over its broker
+ * list (Producer) or as ZooKeeper lists them (ZkProducer, live partitions only).
+ * @throws what the producer's metadata calls throw, KlogConnectionError or KlogBrokerError from a broker
+ */
+export async function checkStoredBy(producer: Producer | ZkProducer, topic: string): Promise<StoredCheck> {
+  if (producer instanceof Producer) {
+    const partitions = await producer.partitionBrokers(topic);
+    return StoredCheck.start(
+      topic,
+      partitions.map((p) => ({ broker: parseBrokerAddress(p.broker), brokerPartition: p.brokerPartition, name: String(p.partition) })),
+    );
+  }
+  const partitions = (await producer.partitions(topic)).filter((p) => p.live);
+  const brokers = new Map((await producer.brokers()).map((b) => [b.id, b]));
+  const located: CheckedPartition[] = [];
+  for (const p of partitions) {
+    const b = brokers.get(p.brokerId);
+    if (b) located.push({ broker: { host: b.host, port: b.port }, brokerPartition: p.partition, name: `${p.brokerId}-${p.partition}` });
+  }
+  return StoredCheck.start(topic, located);
 }

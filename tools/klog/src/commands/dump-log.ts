@@ -29,6 +29,16 @@ export function registerDumpLog(program: Command): void {
     .argument('<paths...>', 'segment files (<20-digit offset>.kafka) or partition directories')
     .option('--summary', 'print one line per file instead of one per message')
     .option('--print-payloads', 'print each payload (as UTF-8) after its message line')
+    .addHelpText(
+      'after',
+      `
+Exits 1 when a message is corrupt or a file ends in a partial message.
+
+Examples:
+  klog dump-log /tmp/klog-logs/greetings-0
+  klog dump-log --print-payloads /tmp/klog-logs/greetings-0/00000000000000000000.kafka
+  klog dump-log --summary /tmp/klog-logs/*-0`,
+    )
     .action(async (paths: string[], opts: DumpLogOptions) => {
       const files: string[] = [];
       for (const p of paths) files.push(...(await segmentFiles(p)));

@@ -12,9 +12,10 @@ import { defaultAuditTopic, defaultAuditWindowMs, KlogError, Producer, type Prod
 import { parseZkConnect } from '../cluster.js';
 import { readLineGroups } from '../lines.js';
 import { createLogger } from '../logger.js';
-import { intParser, parseAcks, parseBrokerListOption, parseCompression, parseNonEmpty, parseTopic } from '../options.js';
+import { brokerAliasOption, brokerSpellings, intParser, parseAcks, parseBrokerListOption, parseCompression, parseNonEmpty, parseTopic, UsageError } from '../options.js';
 import { printLine } from '../output.js';
 import { rate } from '../rate.js';
+import { checkStoredBy, type Stored, StoredCheck, storedMismatch } from '../stored-check.js';
 
 interface ProduceOptions {
   brokerList?: string;
@@ -44,7 +45,8 @@ export function registerProduce(program: Command): void {
   program
     .command('produce')
     .description('send one message per line of stdin (or --file) to a topic; prints a summary to stderr')
-    .option('--broker-list <host:port,...>', 'brokers to send to; their order numbers the partitions', parseBrokerListOption)
+    .option('--broker-list <host:port,...>', 'brokers to send to; their order numbers the partitions (--broker is the same option)', parseBrokerListOption)
+    .addOption(brokerAliasOption('brokerList', parseBrokerListOption))
     .option('--zookeeper <connect>', 'find the brokers and partitions in ZooKeeper (host:port[/chroot]) instead of --broker-list', parseZkConnect)
     .requiredOption('--topic <topic>', 'topic to send to', parseTopic)
     .option('--file <path>', 'read lines from this file instead of stdin')
@@ -63,26 +65,29 @@ export function registerProduce(program: Command): void {
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
     .option('--acks <0|1|2>', '0: fire-and-forget (nothing reports a rejected message), 1: wait until appended, 2: wait until flushed', parseAcks, 1)
+    .hook('preAction', brokerSpellings('brokerList', false))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  printf 'hello\\nworld\\n' | klog produce --broker-list 127.0.0.1:9092 --topic greetings
+  klog produce --broker-list 127.0.0.1:9092,127.0.0.1:9093 --topic logs --file /var/log/dpkg.log --acks 2
+  seq 1 1000 | klog produce --zookeeper 127.0.0.1:2181/klog --topic numbers
+  tail -f app.log | klog produce --broker-list 127.0.0.1:9092 --topic app --key-separator ' ' --stamp-metadata`,
+    )
     .action(async (opts: ProduceOptions) => produce(opts));
-}
-
-/** What produce needs of either producer. */
-interface LineProducer {
-  send(topic: string, records: readonly ProducerRecord[]): Promise<unknown[]>;
-  flush(): Promise<void>;
-  close(): Promise<void>;
 }
 
 async function produce(opts: ProduceOptions): Promise<void> {
   if ((opts.brokerList === undefined) === (opts.zookeeper === undefined)) {
-    throw new KlogError('give exactly one of --broker-list and --zookeeper');
+    throw new UsageError('give exactly one of --broker-list and --zookeeper');
   }
   if (opts.zookeeper !== undefined && opts.partition !== undefined) {
-    throw new KlogError('--partition applies to --broker-list; with --zookeeper messages go by key, else to a random live partition');
+    throw new UsageError('--partition applies to --broker-list; with --zookeeper messages go by key, else to a random live partition');
   }
-  if (opts.host !== undefined && !opts.stampMetadata && !opts.audit) throw new KlogError('--host is stored only with --stamp-metadata or --audit');
-  if ((opts.auditWindowMs !== undefined || opts.auditTopic !== undefined) && !opts.audit) throw new KlogError('--audit-window-ms and --audit-topic apply with --audit');
-  if (opts.audit && opts.topic === (opts.auditTopic ?? defaultAuditTopic)) throw new KlogError(`--topic ${opts.topic} is the audit topic: audited messages go to another topic`);
+  if (opts.host !== undefined && !opts.stampMetadata && !opts.audit) throw new UsageError('--host is stored only with --stamp-metadata or --audit');
+  if ((opts.auditWindowMs !== undefined || opts.auditTopic !== undefined) && !opts.audit) throw new UsageError('--audit-window-ms and --audit-topic apply with --audit');
+  if (opts.audit && opts.topic === (opts.auditTopic ?? defaultAuditTopic)) throw new UsageError(`--topic ${opts.topic} is the audit topic: audited messages go to another topic`);
   const logger = createLogger('klog-produce');
   const settings = {
     batchSize: opts.batchSize,
@@ -94,10 +99,14 @@ async function produce(opts: ProduceOptions): Promise<void> {
     ...(opts.audit && { audit: { windowMs: opts.auditWindowMs, topic: opts.auditTopic } }),
     logger,
   };
-  const producer: LineProducer =
+  const producer =
     opts.zookeeper !== undefined
       ? new ZkProducer({ zookeeper: opts.zookeeper, ...settings })
       : new Producer({ brokerList: opts.brokerList!, ...settings });
+  // acks 0 has no answer: what the broker stored is read from the log ends (see ../stored-check.ts).
+  const check = opts.acks === 0 ? await checkStoredBy(producer, opts.topic) : undefined;
+  /** Bytes the lines take in the log as plain messages (no header, no compression). */
+  let logBytes = 0;
   const input = opts.file ? createReadStream(opts.file) : process.stdin;
   const separator = opts.keySeparator === undefined ? undefined : Buffer.from(opts.keySeparator);
   const started = process.hrtime.bigint();
@@ -118,6 +127,7 @@ async function produce(opts: ProduceOptions): Promise<void> {
         records.push(toRecord(line, separator, opts.partition));
         messages++;
         bytes += line.length;
+        logBytes += StoredCheck.plainMessageBytes(records[records.length - 1]!.value.length);
         if (records.length >= recordsPerSend) await dispatch();
       }
     }
@@ -128,12 +138,22 @@ async function produce(opts: ProduceOptions): Promise<void> {
   } finally {
     await producer.close().catch(() => {});
   }
+  const plain = !opts.stampMetadata && !opts.audit && opts.compression === 'none';
+  let stored: Stored | undefined;
+  try {
+    stored = await check?.stored({ sent: messages, ...(plain && { expectedBytes: logBytes }), settleMs: 2500, timeoutMs: 60_000 });
+  } finally {
+    await check?.close();
+  }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const r = rate(messages, bytes, seconds);
   printLine(
     `produced ${messages} messages (${bytes} bytes) to topic ${opts.topic} in ${seconds.toFixed(3)} s ` +
       `(${r.msgsPerSec.toFixed(0)} msg/s, ${r.mbPerSec.toFixed(2)} MB/s)`,
   );
+  const mismatch = stored === undefined ? undefined : storedMismatch(messages, stored);
+  if (mismatch !== undefined) throw new KlogError(`--acks 0: ${mismatch}`);
+  if (stored !== undefined) printLine(`acks 0: the broker stored all ${stored.messages} messages (log ends checked)`);
 }
 
 function toRecord(line: Buffer, separator: Buffer | undefined, partition: number | undefined): ProducerRecord {
