@@ -9,6 +9,7 @@ import tseslint from 'typescript-eslint';
 /** Workspace directories, each with the tsconfig that covers its src and test files. */
 const projects = [
   ['packages/protocol', 'tsconfig.lint.json'],
+  ['packages/retry', 'tsconfig.lint.json'],
   ['packages/storage', 'tsconfig.lint.json'],
   ['packages/logger', 'tsconfig.lint.json'],
   ['packages/zk-registry', 'tsconfig.lint.json'],

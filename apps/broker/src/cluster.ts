@@ -6,9 +6,11 @@
  * - `/brokers/topics/<topic>/<brokerId>` = the topic's partition count on this broker,
  *   for topics on disk at start and for every topic created later.
  *
- * The registrations are re-created by the ZooKeeper client after a session expiry.
+ * The registrations converge: the ZooKeeper client keeps them and writes them again until they
+ * hold, after a session expiry, after a server lost its data, and when a registration made
+ * while ZooKeeper was away did not get through (docs/architecture.md, "ZooKeeper").
  */
-import { BrokerRegistry, ZkClient } from '@klog/zk-registry';
+import { BrokerRegistry, ZkClient, ZkNodeExistsError } from '@klog/zk-registry';
 import type { LogManager } from '@klog/storage';
 import type { Logger } from 'pino';
 import type { BrokerConfig } from './config.js';
@@ -35,7 +37,8 @@ export async function joinCluster(config: BrokerConfig, port: number, logs: LogM
     await registry.registerBroker(config.brokerId, config.host, port, { waitForIdMs: zk.negotiatedSessionTimeoutMs + 2000 });
     const register = (topic: string, partitions: number): Promise<void> =>
       registry.registerTopic(topic, config.brokerId, partitions).catch((err: unknown) => {
-        logger.error({ topic, err }, 'registering topic in ZooKeeper failed');
+        if (err instanceof ZkNodeExistsError) logger.error({ topic, err }, 'registering topic in ZooKeeper failed: another session holds it');
+        else logger.warn({ topic, err }, 'topic not registered in ZooKeeper yet; it is registered once ZooKeeper answers');
       });
     const stopListening = logs.onTopicCreated((topic, partitions) => void register(topic, partitions));
     await Promise.all([...logs.topics()].map(([topic, partitions]) => register(topic, partitions)));

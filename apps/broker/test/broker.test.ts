@@ -144,7 +144,7 @@ describe('broker (standalone)', () => {
     const ok = await produceAck(c, 'big', 0, encodeMessageSet([Buffer.alloc(1000, 1)]));
     expect(ok).toMatchObject({ errorCode: ErrorCode.None, offset: 0, nextOffset: 1010 });
     const tooBig = await produceAck(c, 'big', 0, encodeMessageSet([Buffer.alloc(10, 1), Buffer.alloc(1001, 2)]));
-    expect(tooBig).toMatchObject({ errorCode: ErrorCode.MessageSizeTooLarge, offset: -1 });
+    expect(tooBig).toMatchObject({ errorCode: ErrorCode.MessageSizeTooLarge, offset: -1, nextOffset: 1000 }); // nextOffset: the limit
     c.send(encodeMultiProduceRequest([{ topic: 'big', partition: 0, messages: encodeMessageSet([Buffer.alloc(5000)]) }]));
     const after = await produceAck(c, 'big', 0, encodeMessageSet([Buffer.from('x')]));
     expect(after.offset).toBe(1010);

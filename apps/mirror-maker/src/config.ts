@@ -24,6 +24,7 @@
  * | `auto.offset.reset` | autoOffsetReset |
  * | `drop.one.in` | dropOneIn |
  * | `audit.window.ms` (0: no audit) / `audit.topic` | auditWindowMs / auditTopic |
+ * | `on.gap` (`fail` or `continue`) | onGap |
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseProperties } from 'dot-properties';
@@ -87,6 +88,12 @@ export interface MirrorConfig {
   auditWindowMs: number;
   /** The audit topic: never mirrored, counts published to it in the target; default `__audit`. */
   auditTopic: string;
+  /**
+   * What a gap does (source retention deleted messages before they were copied): `fail` (the
+   * default) stops the mirror with exit code 1 and commits nothing past the gap; `continue` logs
+   * it as an error and copies on from the earliest offset kept.
+   */
+  onGap: 'fail' | 'continue';
 }
 
 export const defaultMirrorConfig = {
@@ -108,6 +115,7 @@ export const defaultMirrorConfig = {
   dropOneIn: 0,
   auditWindowMs: defaultAuditWindowMs,
   auditTopic: defaultAuditTopic,
+  onGap: 'fail',
 } as const satisfies Partial<MirrorConfig>;
 
 /** Numeric settings: field, properties key, least value. */
@@ -137,6 +145,7 @@ const stringKeys: ReadonlyArray<readonly [keyof MirrorConfig, string[]]> = [
   ['blacklist', ['blacklist']],
   ['autoOffsetReset', ['auto.offset.reset']],
   ['auditTopic', ['audit.topic']],
+  ['onGap', ['on.gap']],
 ];
 
 /**
@@ -235,6 +244,7 @@ export function resolveConfig(partial: Partial<MirrorConfig>): MirrorConfig {
   } catch (err) {
     throw new ConfigError(`audit.topic: ${(err as Error).message}`);
   }
+  if (c.onGap !== 'fail' && c.onGap !== 'continue') throw new ConfigError(`on.gap ${String(c.onGap)} must be fail or continue`);
   try {
     parseOffsetReset(c.autoOffsetReset, 'auto.offset.reset');
   } catch (err) {

@@ -21,6 +21,12 @@ export class MirrorMaker {
   private readonly producer: ZkProducer;
   /** Writes messages with their metadata (key, creation time, host), as they were in the source. */
   private readonly stampedProducer: ZkProducer;
+  /**
+   * Publishes the audit counts, without linger: every commit waits for its counts to be
+   * acknowledged, and a linger there would hold the commits back by one linger time each, so
+   * that a crash copied again one linger batch rather than one commit interval.
+   */
+  private readonly auditProducer: ZkProducer | undefined;
   private readonly sources: SourceMirror[];
   /** Counts of the copies, published to the target's audit topic; undefined with `auditWindowMs` 0. */
   private readonly audit: AuditCounter | undefined;
@@ -47,17 +53,20 @@ export class MirrorMaker {
     this.producer = new ZkProducer(options);
     this.stampedProducer = new ZkProducer({ ...options, stampMetadata: true });
     const producers = { plain: this.producer, stamped: this.stampedProducer };
+    const auditProducer = config.auditWindowMs > 0 ? new ZkProducer({ ...options, lingerMs: 0 }) : undefined;
+    this.auditProducer = auditProducer;
     this.audit =
-      config.auditWindowMs > 0
+      auditProducer !== undefined
         ? new AuditCounter({
             tier: 'mirror',
             windowMs: config.auditWindowMs,
             topic: config.auditTopic,
-            send: (topic, records) => this.producer.send(topic, records),
+            send: (topic, records) => auditProducer.send(topic, records),
             onPublishError: (err) => logger.warn({ err }, 'publishing audit counts failed; retrying'),
           })
         : undefined;
     this.sources = config.sources.map((s) => new SourceMirror(s, config, producers, logger.child({ source: s }), this.audit));
+    for (const s of this.sources) s.onFatal = (err) => void this.stopOnFatal(err);
   }
 
   /**
@@ -78,16 +87,21 @@ export class MirrorMaker {
     this.selfCheck = setInterval(() => {
       void this.sharedBrokers().then(
         async (err) => {
-          if (err === undefined || this.closed) return;
-          this.logger.error({ err: err.message }, 'stopping');
-          await this.close();
-          this.onFatal(err);
+          if (err !== undefined) await this.stopOnFatal(err);
         },
         (err: unknown) => this.logger.debug({ err }, 'broker overlap check failed; will retry'),
       );
     }, selfCheckIntervalMs);
     this.selfCheck.unref();
     this.logger.info({ sources: this.config.sources, target: this.config.target, group: this.config.group, whitelist: this.config.whitelist, blacklist: this.config.blacklist }, 'mirror maker started');
+  }
+
+  /** Stops the mirror because of `err` (once), then calls `onFatal`. */
+  private async stopOnFatal(err: Error): Promise<void> {
+    if (this.closed) return;
+    this.logger.error({ err: err.message }, 'stopping');
+    await this.close();
+    this.onFatal(err);
   }
 
   /** The error naming a source that shares brokers with the target, or undefined when none does. */
@@ -107,7 +121,7 @@ export class MirrorMaker {
     clearInterval(this.selfCheck);
     await Promise.all(this.sources.map((s) => s.close()));
     await this.audit?.close().catch((err: unknown) => this.logger.warn({ err }, 'publishing the last audit counts failed'));
-    for (const p of [this.producer, this.stampedProducer]) await p.close().catch((err: unknown) => this.logger.warn({ err }, 'producer close failed'));
+    for (const p of [this.producer, this.stampedProducer, ...(this.auditProducer ? [this.auditProducer] : [])]) await p.close().catch((err: unknown) => this.logger.warn({ err }, 'producer close failed'));
     this.logger.info('mirror maker stopped');
   }
 }

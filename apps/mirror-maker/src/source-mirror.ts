@@ -26,8 +26,10 @@
  * is stored twice in the target: the audit reports it as over, not as loss.
  *
  * Gaps: when retention on the source deleted messages the mirror had not copied, the fetch
- * meets OffsetOutOfRange; the range lost is logged as an error and the copy goes on from the
- * earliest offset still kept.
+ * meets OffsetOutOfRange; the range lost is logged as an error, in bytes and, estimated from the
+ * mean size of the messages kept right after it (the lost ones are gone), in messages. With `onGap` `continue` the copy
+ * goes on from the earliest offset still kept; with `fail` nothing of that partition past the
+ * gap is copied or committed and {@link SourceMirror.onFatal} is called.
  */
 import { type AuditCounter, GroupConsumer, SimpleConsumer, type GroupMessage, type MessageStream, type OffsetResetEvent, type OwnedPartition, type ZkProducer, type ZkProducerRecord } from '@klog/client';
 import { BrokerRegistry, ZkClient, type ZkWatch } from '@klog/zk-registry';
@@ -98,6 +100,11 @@ export class SourceMirror {
   private lastStats = { t: Date.now(), acked: 0 };
   /** Gaps reported since start. */
   gaps = 0;
+  /** Called once when a gap stops the mirror (`onGap` `fail`), with the error to report. */
+  onFatal: (err: Error) => void = () => {};
+  /** Partitions whose gap stopped the mirror: nothing of them past the gap is copied or committed. */
+  private readonly gapped = new Set<string>();
+
 
   constructor(
     readonly source: string,
@@ -231,6 +238,7 @@ export class SourceMirror {
       for await (const message of stream) {
         const m: SourceMessage = message;
         const key = partitionKey(m);
+        if (this.gapped.has(key)) continue;
         let p = this.progress.get(key);
         if (!p) {
           p = new PartitionProgress(m.topic, m.brokerId, m.partition);
@@ -329,12 +337,42 @@ export class SourceMirror {
     if (e.earliest !== undefined && e.from < e.earliest) {
       this.gaps++;
       const to = e.to ?? e.earliest;
-      this.logger.error(
-        { ...where, lostFrom: e.from, lostTo: to, lost: `[${e.from}, ${to})`, earliest: e.earliest, end: e.end },
-        `gap: source retention deleted ${e.topic} ${e.brokerId}-${e.partition} offsets [${e.from}, ${to}) before they were mirrored; continuing from ${to}`,
-      );
+      const fail = this.config.onGap === 'fail';
+      // Before anything else: nothing of this partition past the gap is copied (so nor committed).
+      if (fail) this.gapped.add(partitionKey(e));
+      void this.reportGap(e, to, fail);
     } else {
       this.logger.warn({ ...where, from: e.from, to: e.to, earliest: e.earliest, end: e.end }, 'source offset out of range (not below the earliest offset); continuing from the reset offset');
+    }
+  }
+
+  /** Logs a gap (and with `fail` stops the mirror through {@link onFatal}). */
+  private async reportGap(e: OffsetResetEvent, to: number, fail: boolean): Promise<void> {
+    const where = { source: this.source, topic: e.topic, brokerId: e.brokerId, partition: e.partition };
+    const lostBytes = to - e.from;
+    const meanBytes = await this.meanMessageBytes(e, to);
+    const lostMessages = meanBytes === undefined ? undefined : Math.max(1, Math.round(lostBytes / meanBytes));
+    const size = `${lostBytes} bytes, ${lostMessages === undefined ? 'messages unknown' : `about ${lostMessages} messages`}`;
+    const what = `gap: source retention deleted ${e.topic} ${e.brokerId}-${e.partition} offsets [${e.from}, ${to}) (${size}) before they were mirrored`;
+    this.logger.error(
+      { ...where, lostFrom: e.from, lostTo: to, lost: `[${e.from}, ${to})`, lostBytes, lostMessages, earliest: e.earliest, end: e.end, onGap: this.config.onGap },
+      fail ? `${what}; stopping (--on-gap fail), nothing past the gap committed` : `${what}; continuing from ${to}`,
+    );
+    if (fail) this.onFatal(new Error(`${what} (source ${this.source}); stopped by --on-gap fail, nothing past the gap committed`));
+  }
+
+  /**
+   * The mean size of the messages the source keeps from `offset` on (one fetch of up to 64 KiB),
+   * bytes; undefined when there are none or the broker does not answer.
+   */
+  private async meanMessageBytes(p: OwnedPartition, offset: number): Promise<number | undefined> {
+    try {
+      const client = await this.sourceClient(p.brokerId);
+      const r = await client?.fetch({ topic: p.topic, partition: p.partition, offset, maxBytes: 64 * 1024 });
+      if (!r || r.messages.length === 0) return undefined;
+      return (r.messages.at(-1)!.nextOffset - r.messages[0]!.offset) / r.messages.length;
+    } catch {
+      return undefined;
     }
   }
 
@@ -380,21 +418,26 @@ export class SourceMirror {
   /** The source partition's log end (OFFSETS latest); undefined when its broker does not answer. */
   private async logEnd(o: OwnedPartition): Promise<number | undefined> {
     try {
-      const broker = await this.registry!.getBroker(o.brokerId);
-      if (!broker) return undefined;
-      const address = `${broker.host}:${broker.port}`;
-      let client = this.offsetClients.get(o.brokerId);
-      if (client && client.address !== address) {
-        await client.consumer.close().catch(() => {});
-        client = undefined;
-      }
-      if (!client) {
-        client = { address, consumer: new SimpleConsumer({ host: broker.host, port: broker.port, connectTimeoutMs: 2000, requestTimeoutMs: 2000 }) };
-        this.offsetClients.set(o.brokerId, client);
-      }
-      return await client.consumer.latestOffset(o.topic, o.partition);
+      return await (await this.sourceClient(o.brokerId))?.latestOffset(o.topic, o.partition);
     } catch {
       return undefined;
     }
+  }
+
+  /** A connection to a source broker for OFFSETS and sample fetches; undefined when it is not registered. */
+  private async sourceClient(brokerId: number): Promise<SimpleConsumer | undefined> {
+    const broker = await this.registry!.getBroker(brokerId);
+    if (!broker) return undefined;
+    const address = `${broker.host}:${broker.port}`;
+    let client = this.offsetClients.get(brokerId);
+    if (client && client.address !== address) {
+      await client.consumer.close().catch(() => {});
+      client = undefined;
+    }
+    if (!client) {
+      client = { address, consumer: new SimpleConsumer({ host: broker.host, port: broker.port, connectTimeoutMs: 2000, requestTimeoutMs: 2000 }) };
+      this.offsetClients.set(brokerId, client);
+    }
+    return client.consumer;
   }
 }

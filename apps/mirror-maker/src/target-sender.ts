@@ -18,6 +18,7 @@
  * broker is back by the time that batch goes.
  */
 import type { ZkProducer, ZkProducerRecord } from '@klog/client';
+import { Backoff, sleep } from '@klog/retry';
 import type { Logger } from 'pino';
 
 /** A message to copy. */
@@ -141,7 +142,8 @@ export class TargetSender {
 
   /** Waits for the sends in flight, then resends the failed ones in order until none fails. */
   private async resend(): Promise<void> {
-    let backoffMs = this.options.retryBackoffMs;
+    const { retryBackoffMs, retryBackoffMaxMs } = this.options;
+    const backoff = new Backoff({ initialMs: retryBackoffMs, maxMs: Math.max(retryBackoffMs, retryBackoffMaxMs) });
     let attempt = 0;
     for (;;) {
       while (this.inFlight > 0) await this.change();
@@ -150,12 +152,12 @@ export class TargetSender {
       this.failed = [];
       attempt++;
       const err = this.lastError;
+      const backoffMs = backoff.next();
       this.options.logger.warn(
         { err, messages: batch.length, topics: [...new Set(batch.map((q) => q.topic))], attempt, retryInMs: backoffMs },
         'target did not acknowledge; waiting, then sending again (nothing is committed for these messages)',
       );
-      await new Promise((resolve) => setTimeout(resolve, backoffMs));
-      backoffMs = Math.min(backoffMs * 2, this.options.retryBackoffMaxMs);
+      await sleep(backoffMs);
       for (const q of batch) this.dispatch(q);
       while (this.inFlight > 0) await this.change();
       if (this.failed.length === 0) {

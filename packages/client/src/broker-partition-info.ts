@@ -50,6 +50,8 @@ export class BrokerPartitionInfo extends EventEmitter {
   private brokersWatch: ZkWatch | undefined;
   private readonly topics = new Map<string, TopicWatch>();
   private closed = false;
+  /** Watch callbacks running now (each reads ZooKeeper): close() waits for them before the session may close. */
+  private readonly running = new Set<Promise<void>>();
 
   constructor(
     zk: ZkClient,
@@ -62,12 +64,14 @@ export class BrokerPartitionInfo extends EventEmitter {
   /** Starts watching the live brokers; resolves once they have been read. */
   async start(): Promise<void> {
     if (this.brokersWatch) return this.brokersWatch.ready;
-    this.brokersWatch = this.registry.watchBrokerIds(async (ids) => {
+    this.brokersWatch = this.registry.watchBrokerIds(this.tracked(async (ids) => {
       const next = new Map<number, BrokerInfo>();
       for (const id of ids) {
+        if (this.closed) return;
         const info = await this.registry.getBroker(id);
         if (info) next.set(id, info);
       }
+      if (this.closed) return;
       const before = this.liveBrokers;
       this.liveBrokers = next;
       for (const [id, info] of next) {
@@ -77,7 +81,7 @@ export class BrokerPartitionInfo extends EventEmitter {
       }
       for (const id of before.keys()) if (!next.has(id)) this.logger.info({ brokerId: id }, 'broker left');
       this.update();
-    });
+    }));
     return this.brokersWatch.ready;
   }
 
@@ -92,13 +96,15 @@ export class BrokerPartitionInfo extends EventEmitter {
     if (!t) {
       const counts = new Map<number, number>();
       const state: { t?: TopicWatch } = {};
-      const watch = this.registry.watchTopicBrokers(topic, async () => {
+      const watch = this.registry.watchTopicBrokers(topic, this.tracked(async () => {
+        if (this.closed) return;
         // Read the counts too: a broker may re-register with another count.
         const now = await this.registry.topicPartitions(topic);
+        if (this.closed) return;
         for (const { brokerId, partitions } of now) counts.set(brokerId, partitions);
         if (state.t) state.t.registered = now.map((c) => c.brokerId);
         this.update();
-      });
+      }));
       t = { watch, counts, registered: [], down: new Set() };
       state.t = t;
       this.topics.set(topic, t);
@@ -119,13 +125,27 @@ export class BrokerPartitionInfo extends EventEmitter {
     return { topic, partitions, registeredBrokerIds: t.registered };
   }
 
-  /** Stops every watch. */
-  close(): void {
+  /**
+   * Stops every watch, and resolves once the watch callbacks that were running have finished
+   * their ZooKeeper reads: only then may the session close (else a read of a callback fails
+   * with ZkClosedError, logged as a failed callback).
+   */
+  async close(): Promise<void> {
     this.closed = true;
     this.brokersWatch?.close();
     for (const t of this.topics.values()) t.watch.close();
     this.topics.clear();
     this.removeAllListeners();
+    await Promise.allSettled([...this.running]);
+  }
+
+  /** `callback`, counted in {@link running} while it runs. */
+  private tracked<A extends unknown[]>(callback: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
+    return (...args) => {
+      const run = callback(...args);
+      this.running.add(run);
+      return run.finally(() => this.running.delete(run));
+    };
   }
 
   /** Logs brokers of a topic going down or coming back, then emits `change`. */

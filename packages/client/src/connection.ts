@@ -1,14 +1,14 @@
 /**
- * One TCP connection to one broker (SPEC §3): Nagle off, requests framed by @klog/protocol,
- * responses matched to requests in the order they were sent (a broker answers the requests of
- * one connection in order). Requests that get no response (PRODUCE, MULTIPRODUCE) are written
- * with {@link Connection.send} or {@link Connection.sendFrame}; requests that do, with
- * {@link Connection.request}.
+ * One TCP connection to one broker (docs/design.md §3): Nagle off, requests framed by
+ * @klog/protocol, responses matched to requests in the order they were sent (a broker answers
+ * the requests of one connection in order). Three write operations: {@link Connection.request}
+ * for a request that gets a response, {@link Connection.send} for one that does not (PRODUCE,
+ * MULTIPRODUCE), and {@link Connection.reserveFrame} for room to write a frame in place.
  *
  * Requests are pipelined: each is queued in call order and the queue is handed to the socket
  * once the caller's synchronous work is done (a microtask later) or once it holds
  * {@link coalesceBytes}, so many requests leave in one write (one system call) instead of one
- * each. Frames carved one after another from {@link Connection.allocFrame} are contiguous and
+ * each. Frames reserved one after another with {@link Connection.reserveFrame} are contiguous and
  * go out as one buffer; others together in one vectored write.
  *
  * Responses are read straight into a receive buffer sized for the frame being received (the
@@ -61,9 +61,9 @@ const receiveSlackBytes = 64 * 1024;
 
 /** Queued request bytes that are handed to the socket at once, without waiting for the microtask. */
 export const coalesceBytes = 256 * 1024;
-/** Bytes of each slab {@link Connection.allocFrame} carves frames from; larger frames get a buffer of their own. */
+/** Bytes of each slab {@link Connection.reserveFrame} carves frames from; larger frames get a slab of their own. */
 export const frameSlabBytes = 1024 * 1024;
-/** Largest frame, in bytes, that {@link Connection.allocFrame} carves from a slab, and {@link Connection.reserveFrame} reserves. */
+/** Largest frame, in bytes, that {@link Connection.reserveFrame} carves from a shared slab. */
 export const maxSlabFrameBytes = frameSlabBytes / 4;
 
 /** Called once a queued frame has been handed to the operating system, or with the error that stopped it. */
@@ -86,6 +86,9 @@ interface OutRun {
 
 /** What {@link Connection.frameSlab} is before the first slab. */
 const emptyBuffer = Buffer.alloc(0);
+
+/** The written callback of a frame whose sender does not wait for it. */
+function ignoreWritten(): void {}
 
 /** Calls the callback of every frame of `run`, in order. */
 function callBack(run: OutRun, err: Error | undefined): void {
@@ -122,7 +125,7 @@ export class Connection {
   private outBytes = 0;
   /** True while a microtask that writes `out` is pending. */
   private writeScheduled = false;
-  /** The slab allocFrame carves from, and how much of it is used. */
+  /** The slab reserveFrame carves from, and how much of it is used. */
   private slab: Buffer | undefined;
   private slabUsed = 0;
   /** The ArrayBuffer of `slab` and where `slab` starts in it: read once per slab, not once per frame. */
@@ -158,65 +161,51 @@ export class Connection {
       const p: Pending = { resolve, reject, timeoutMs: this.requestTimeoutMs + extraWaitMs };
       this.pending.push(p);
       // The clock starts when the request is handed to the socket; a failed write fails p through fail().
-      this.enqueue(frame, (err) => {
+      this.enqueueBytes(frame.buffer, frame.byteOffset, frame.length, (err) => {
         if (err === undefined) this.arm(p);
       });
     });
   }
 
   /**
-   * Queues a framed request that gets no response (PRODUCE, MULTIPRODUCE). Resolves once the
-   * bytes have been handed to the operating system, so awaiting it bounds the bytes queued in
-   * this process.
-   * @throws KlogConnectionError when the connection cannot be opened or fails while writing
+   * Queues a framed request that gets no response (PRODUCE, MULTIPRODUCE): either `frame`, a
+   * whole frame in a buffer of its own, or the `bytes` bytes at position `at` of
+   * {@link frameSlab}, which {@link reserveFrame} reserved and the caller wrote since.
+   * `written` is called once: with no argument once the bytes have been handed to the
+   * operating system (so waiting for it bounds the bytes queued in this process), or with a
+   * KlogConnectionError when the connection cannot be opened, is closed (then in a microtask)
+   * or fails first. Frames, reserved or not, leave in the order they were queued.
    */
-  send(frame: Buffer): Promise<void> {
-    return new Promise<void>((resolve, reject) => this.sendFrame(frame, (err) => (err ? reject(err) : resolve())));
-  }
-
-  /**
-   * {@link send} with a callback instead of a promise, for callers that send many frames:
-   * `written` is called once, with no argument once the bytes have been handed to the
-   * operating system, or with a KlogConnectionError when the connection cannot be opened or
-   * fails first.
-   */
-  sendFrame(frame: Buffer, written: WrittenCallback): void {
+  send(frame: Buffer, written?: WrittenCallback): void;
+  send(at: number, bytes: number, written: WrittenCallback): void;
+  send(frame: Buffer | number, a?: number | WrittenCallback, b?: WrittenCallback): void {
+    const written = (typeof frame === 'number' ? b : (a as WrittenCallback | undefined)) ?? ignoreWritten;
     if (this.closed) {
       const err = new KlogConnectionError(this.address, 'connection is closed');
       queueMicrotask(() => written(err));
       return;
     }
-    this.enqueue(frame, written);
+    if (typeof frame === 'number') this.enqueueBytes(this.slabMemory!, this.slabOffset + frame, a as number, written);
+    else this.enqueueBytes(frame.buffer, frame.byteOffset, frame.length, written);
   }
 
   /**
-   * A buffer of `bytes` bytes for one outgoing frame, carved from a slab after the previous one,
-   * so that frames written into consecutive allocations and queued in the same order leave in
-   * one write without being copied together. Its contents are undefined until written.
-   */
-  allocFrame(bytes: number): Buffer {
-    if (bytes > maxSlabFrameBytes) return Buffer.allocUnsafe(bytes);
-    const at = this.reserveFrame(bytes);
-    return bufferView(this.slab!, at, at + bytes);
-  }
-
-  /**
-   * {@link allocFrame} without a Buffer of its own, for senders of many small frames (a view
-   * per frame costs more than a small frame's bytes): reserves `bytes` bytes, at most
-   * {@link maxSlabFrameBytes}, of {@link frameSlab} after the previous frame.
-   * @returns the position in {@link frameSlab} where the frame goes; queue it with
-   *   {@link sendReservedFrame} once written, before the next reserveFrame or allocFrame call
-   *   (which may start a new slab)
-   * @throws RangeError for more than {@link maxSlabFrameBytes} bytes
+   * Reserves room for one outgoing frame of `bytes` bytes in {@link frameSlab}, after the
+   * previous frame, so that frames written into consecutive reservations and queued in the
+   * same order leave in one write without being copied together (and without a Buffer per
+   * frame, which costs more than a small frame's bytes). A frame over {@link maxSlabFrameBytes}
+   * gets a slab of its own.
+   * @returns the position in {@link frameSlab} where the frame goes; write it there and queue it
+   *   with {@link send} (or hand `frameSlab.subarray(at, at + bytes)` to {@link request}) before
+   *   the next reserveFrame call, which may start a new slab. Its contents are undefined until written.
    */
   reserveFrame(bytes: number): number {
-    if (!(bytes <= maxSlabFrameBytes)) throw new RangeError(`a frame of ${bytes} bytes is over the ${maxSlabFrameBytes} a slab holds`);
-    if (this.slab === undefined || this.slab.length - this.slabUsed < bytes) {
-      this.slab = Buffer.allocUnsafeSlow(frameSlabBytes);
-      this.slabUsed = 0;
-      this.slabMemory = this.slab.buffer;
-      this.slabOffset = this.slab.byteOffset;
+    if (bytes > maxSlabFrameBytes) {
+      this.useSlab(Buffer.allocUnsafeSlow(bytes));
+      this.slabUsed = bytes;
+      return 0;
     }
+    if (this.slab === undefined || this.slab.length - this.slabUsed < bytes) this.useSlab(Buffer.allocUnsafeSlow(frameSlabBytes));
     const at = this.slabUsed;
     this.slabUsed += bytes;
     return at;
@@ -227,18 +216,11 @@ export class Connection {
     return this.slab ?? emptyBuffer;
   }
 
-  /**
-   * {@link sendFrame} for the `bytes` bytes at `position` of {@link frameSlab}, which
-   * {@link reserveFrame} reserved and the caller wrote since. On a closed connection `written`
-   * is called back (in a microtask) with a KlogConnectionError.
-   */
-  sendReservedFrame(position: number, bytes: number, written: WrittenCallback): void {
-    if (this.closed) {
-      const err = new KlogConnectionError(this.address, 'connection is closed');
-      queueMicrotask(() => written(err));
-      return;
-    }
-    this.enqueueBytes(this.slabMemory!, this.slabOffset + position, bytes, written);
+  private useSlab(slab: Buffer): void {
+    this.slab = slab;
+    this.slabUsed = 0;
+    this.slabMemory = slab.buffer;
+    this.slabOffset = slab.byteOffset;
   }
 
   /** Bytes queued and not yet handed to the socket. */
@@ -246,12 +228,7 @@ export class Connection {
     return this.outBytes;
   }
 
-  /** Queues `frame` behind the frames queued before it, opening the socket when needed. */
-  private enqueue(frame: Buffer, written: WrittenCallback): void {
-    this.enqueueBytes(frame.buffer, frame.byteOffset, frame.length, written);
-  }
-
-  /** {@link enqueue} for the frame of `length` bytes at `start` of `memory`. */
+  /** Queues the frame of `length` bytes at `start` of `memory` behind the frames queued before it, opening the socket when needed. */
   private enqueueBytes(memory: ArrayBufferLike, start: number, length: number, written: WrittenCallback): void {
     const last = this.out[this.out.length - 1];
     if (last !== undefined && last.memory === memory && last.end === start) {

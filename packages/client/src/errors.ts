@@ -8,6 +8,10 @@ import { ErrorCode, errorCodeName } from '@klog/protocol';
 /** Base class of every error thrown by @klog/client. */
 export class KlogError extends Error {
   override readonly name: string = 'KlogError';
+  /** Whether the same request may succeed if tried again (the `retriable` flag of @klog/retry). */
+  get retriable(): boolean {
+    return false;
+  }
 }
 
 /**
@@ -17,6 +21,10 @@ export class KlogError extends Error {
  */
 export class KlogConnectionError extends KlogError {
   override readonly name: string = 'KlogConnectionError';
+  /** A lost or timed-out connection is worth another attempt. */
+  override get retriable(): boolean {
+    return true;
+  }
   constructor(
     /** `host:port` of the broker. */
     readonly broker: string,
@@ -95,6 +103,55 @@ export class OffsetOutOfRangeError extends KlogBrokerError {
       where,
       earliest !== undefined && end !== undefined ? `the partition holds [${earliest}, ${end}]` : undefined,
     );
+  }
+}
+
+/**
+ * A topic (or partition) that does not exist where it was looked for: a broker (a METADATA
+ * listing, docs/format.md §12) or the ZooKeeper registry. Fetches and OFFSETS answer a missing
+ * topic as an empty one, so consumers ask first. The message names what is known, as kcat does:
+ * `unknown topic "nope" (known: clicks, events)`.
+ */
+export class UnknownTopicError extends KlogError {
+  override readonly name: string = 'UnknownTopicError';
+  constructor(
+    readonly topic: string,
+    /** The topics that do exist there, sorted. */
+    readonly known: readonly string[],
+    /** When the topic exists but this partition does not: the partition asked for, and how many there are. */
+    readonly partition?: { readonly asked: string; readonly count: number },
+    /** Where it was looked for, e.g. `on broker host:port`; said after the list. */
+    where?: string,
+  ) {
+    super(
+      partition
+        ? `unknown partition ${partition.asked} of topic ${JSON.stringify(topic)} (partitions: ${partition.count === 1 ? '0' : `0-${partition.count - 1}`})${where ? ` ${where}` : ''}`
+        : `unknown topic ${JSON.stringify(topic)} (known: ${knownList(known)})${where ? ` ${where}` : ''}`,
+    );
+  }
+}
+
+/** Names as `a, b, c`, the first 20 then how many more; `none` for none. */
+function knownList(names: readonly string[]): string {
+  if (names.length === 0) return 'none';
+  return names.length <= 20 ? names.join(', ') : `${names.slice(0, 20).join(', ')} and ${names.length - 20} more`;
+}
+
+/**
+ * A broker rejected a record whose message is larger than its `max.message.bytes` (code
+ * MessageSizeTooLarge, docs/format.md §11): `payloadBytes` is what the broker measured (the
+ * message after its magic and CRC, metadata header included), `maxMessageBytes` its limit.
+ */
+export class RecordTooLargeError extends KlogBrokerError {
+  override readonly name: string = 'RecordTooLargeError';
+  constructor(
+    where: ErrorLocation,
+    /** Bytes of the message's payload, metadata header included. */
+    readonly payloadBytes: number,
+    /** The broker's max.message.bytes. */
+    readonly maxMessageBytes: number,
+  ) {
+    super(ErrorCode.MessageSizeTooLarge, where, `a message of ${payloadBytes} bytes is over the broker's limit of ${maxMessageBytes} bytes (max.message.bytes)`);
   }
 }
 

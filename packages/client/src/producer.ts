@@ -1,5 +1,5 @@
 /**
- * The producer (SPEC §5): sends records to the partitions of a topic over a static broker list,
+ * The producer (docs/design.md §5): sends records to the partitions of a topic over a static broker list,
  * batching them by count and by linger time into one message set per partition and one request
  * per broker.
  *
@@ -14,23 +14,12 @@
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
-import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
+import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
 
-export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes } from './producer-pool.js';
+export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes, type RecordFields, type SendOptions } from './producer-pool.js';
 
-/** One record to send. */
-export interface ProducerRecord {
-  /** The message payload; a string is sent as its UTF-8 bytes. */
-  readonly value: Buffer | string;
-  /**
-   * Chooses the partition through the producer's partitioner when `partition` is absent; stored in
-   * the message with {@link ProducerOptions.stampMetadata}. At most 65535 bytes then.
-   */
-  readonly key?: Buffer | string;
-  /** Creation time, ms since the epoch, stored with stampMetadata (default: the time of the send call). Only with stampMetadata. */
-  readonly timestamp?: number;
-  /** The producing host stored with stampMetadata (default: the producer's metadataHost), e.g. to keep a copied message's origin. Only with stampMetadata. */
-  readonly host?: string;
+/** One record to send: the {@link RecordFields} both producers take, and how to name a partition. */
+export interface ProducerRecord extends RecordFields {
   /** The partition (0..N-1 over the broker list) to send to; overrides `key`. */
   readonly partition?: number;
 }
@@ -82,7 +71,7 @@ export function parseBrokerAddress(s: string): BrokerAddress {
 }
 
 /**
- * Sends records to a topic's partitions (SPEC §5). Share one Producer per process; close it when done.
+ * Sends records to a topic's partitions (docs/design.md §5). Share one Producer per process; close it when done.
  *
  * ```ts
  * const producer = new Producer({ brokerList: 'localhost:9092', acks: 1 });
@@ -132,12 +121,14 @@ export class Producer {
    * in a batch (waiting first while {@link ProducerOptions.maxInFlightBytes} are batched or in
    * flight); with acks 1 or 2 resolves once every record is acknowledged, with its offset.
    * Records sent to one partition keep their order.
-   * @returns one RecordMetadata per record, in the order given
+   * @returns one RecordMetadata per record, in the order given (with `settle: 'each'`, an Error for each failed record)
    * @throws ProtocolError (InvalidTopic) for a bad topic name; RangeError for a partition outside
    *   0..N-1, or a key or timestamp that cannot be stored (see ProducerPool.send); KlogConnectionError or KlogBrokerError from the metadata request, from an
    *   acknowledgement (acks 1-2), or (acks 0) a failure of an earlier fire-and-forget request
    */
-  async send(topic: string, records: readonly ProducerRecord[]): Promise<RecordMetadata[]> {
+  send(topic: string, records: readonly ProducerRecord[], options?: SendOptions & { settle?: 'all' }): Promise<RecordMetadata[]>;
+  send(topic: string, records: readonly ProducerRecord[], options: SendOptions): Promise<Array<RecordMetadata | Error>>;
+  async send(topic: string, records: readonly ProducerRecord[], options?: SendOptions): Promise<Array<RecordMetadata | Error>> {
     this.pool.checkOpen();
     validateTopic(topic);
     const partitions = await this.partitionsOf(topic);
@@ -156,7 +147,7 @@ export class Producer {
       else targets[i] = partitions[randomPartition(n)]!;
       payloads[i] = toBuffer(r.value);
     }
-    return this.pool.send(targets, payloads, records);
+    return this.pool.send(targets, payloads, records, options?.settle === 'each');
   }
 
   /**

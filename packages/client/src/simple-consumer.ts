@@ -26,9 +26,11 @@ import {
   checkMessageAt,
   CompressionCodec,
   decodeFetchResponse,
+  decodeMetadataResponse,
   decompressWrapper,
   decodeOffsetsResponse,
   encodeFetchRequest,
+  encodeMetadataRequest,
   encodeOffsetsRequest,
   ErrorCode,
   hasHeaderAttribute,
@@ -44,8 +46,9 @@ import {
   validateTopic,
 } from '@klog/protocol';
 import { Connection } from './connection.js';
-import { DecompressedTooLargeError, KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError } from './errors.js';
+import { DecompressedTooLargeError, KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError, UnknownTopicError } from './errors.js';
 import { sleep } from './sleep.js';
+import { Backoff } from '@klog/retry';
 
 /** Options of a {@link SimpleConsumer}. */
 export interface SimpleConsumerOptions {
@@ -291,6 +294,30 @@ export class SimpleConsumer {
     return decodeOffsetsResponse(res.body);
   }
 
+  /**
+   * The topics the broker holds, with their partition counts (a METADATA listing, docs/format.md
+   * §12); creates none.
+   * @throws KlogBrokerError for an error code, KlogConnectionError when the broker cannot be reached
+   */
+  async topics(): Promise<Map<string, number>> {
+    const res = await this.connection.request(encodeMetadataRequest([]));
+    if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { broker: this.broker }, 'topic listing failed');
+    return new Map(decodeMetadataResponse(res.body).map((t) => [t.topic, t.partitions]));
+  }
+
+  /**
+   * Checks that the broker holds `partition` of `topic` (fetches and OFFSETS answer a missing
+   * one as empty).
+   * @throws UnknownTopicError naming the topics (or partitions) it has; as {@link topics}
+   */
+  async checkPartition(topic: string, partition: number): Promise<void> {
+    const topics = await this.topics();
+    const count = topics.get(topic);
+    const where = `on broker ${this.broker}`;
+    if (count === undefined) throw new UnknownTopicError(topic, [...topics.keys()].sort(), undefined, where);
+    if (partition >= count) throw new UnknownTopicError(topic, [...topics.keys()].sort(), { asked: String(partition), count }, where);
+  }
+
   /** The partition's earliest offset (the start of its oldest segment). @throws as offsetsBefore */
   async earliestOffset(topic: string, partition: number): Promise<number> {
     return (await this.offsetsBefore(topic, partition, OffsetTime.Earliest, 1))[0] ?? 0;
@@ -372,7 +399,7 @@ export class SimpleConsumer {
     const maxIdleBackoffMs = options.maxIdleBackoffMs ?? defaultMaxIdleBackoffMs;
     let offset = options.offset;
     let size = fetchBytes;
-    let backoffMs = 0;
+    const idleBackoff = new Backoff({ initialMs: Math.min(minIdleBackoffMs, maxIdleBackoffMs), maxMs: maxIdleBackoffMs, jitter: 0 });
     while (!signal?.aborted) {
       const started = Date.now();
       const r = await untilAborted(this.fetch({ topic, partition, offset, maxBytes: size, maxWaitMs }), signal);
@@ -381,7 +408,7 @@ export class SimpleConsumer {
         if (last) last.full = r.bytes >= size;
         offset = r.nextOffset;
         size = fetchBytes;
-        backoffMs = 0;
+        idleBackoff.reset();
         yield r.messages;
         continue;
       }
@@ -398,8 +425,7 @@ export class SimpleConsumer {
         continue;
       }
       if (Date.now() - started < maxWaitMs || maxWaitMs === 0) {
-        backoffMs = Math.min(Math.max(backoffMs * 2, minIdleBackoffMs), maxIdleBackoffMs);
-        if (!(await sleep(backoffMs, signal))) return;
+        if (!(await sleep(idleBackoff.next(), signal))) return;
       }
     }
   }

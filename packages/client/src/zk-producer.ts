@@ -34,21 +34,10 @@ import { type BrokerInfo, ZkClient } from '@klog/zk-registry';
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
-import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, toBuffer } from './producer-pool.js';
+import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
 
-/** One record to send. */
-export interface ZkProducerRecord {
-  /** The message payload; a string is sent as its UTF-8 bytes. */
-  readonly value: Buffer | string;
-  /**
-   * Chooses the partition through the partitioner over the sorted (broker, partition) list;
-   * stored in the message with {@link ZkProducerOptions.stampMetadata}. At most 65535 bytes then.
-   */
-  readonly key?: Buffer | string;
-  /** Creation time, ms since the epoch, stored with stampMetadata (default: the time of the send call). Only with stampMetadata. */
-  readonly timestamp?: number;
-  /** The producing host stored with stampMetadata (default: the producer's metadataHost), e.g. to keep a copied message's origin. Only with stampMetadata. */
-  readonly host?: string;
+/** One record to send: the {@link RecordFields} both producers take, and how to name a partition. */
+export interface ZkProducerRecord extends RecordFields {
   /** With `partition`: send to this broker's partition; overrides `key`. */
   readonly brokerId?: number;
   /** With `brokerId`: the partition number on that broker. */
@@ -171,14 +160,16 @@ export class ZkProducer {
    * is chosen). With acks 0 resolves once every record is batched; with acks 1 or 2 once every
    * record is acknowledged, with its offsets. Records sent to one partition keep their order.
    * Nothing of a call is sent when one of its records cannot be placed.
-   * @returns one ZkRecordMetadata per record, in the order given
+   * @returns one ZkRecordMetadata per record, in the order given (with `settle: 'each'`, an Error for each failed record, see SendOptions)
    * @throws ProtocolError (InvalidTopic) for a bad topic name; PartitionUnavailableError for a
    *   keyed or named record whose partition's broker is down; RangeError for a named partition
    *   the topic does not have, or a key or timestamp that cannot be stored (see ProducerPool.send); KlogError when no partition of the topic is live;
    *   KlogConnectionError or KlogBrokerError from an acknowledgement (acks 1-2), or (acks 0)
    *   a failure of an earlier fire-and-forget request
    */
-  async send(topic: string, records: readonly ZkProducerRecord[]): Promise<ZkRecordMetadata[]> {
+  send(topic: string, records: readonly ZkProducerRecord[], options?: SendOptions & { settle?: 'all' }): Promise<ZkRecordMetadata[]>;
+  send(topic: string, records: readonly ZkProducerRecord[], options: SendOptions): Promise<Array<ZkRecordMetadata | Error>>;
+  async send(topic: string, records: readonly ZkProducerRecord[], options?: SendOptions): Promise<Array<ZkRecordMetadata | Error>> {
     this.pool.checkOpen();
     validateTopic(topic);
     const { info } = await this.start();
@@ -205,6 +196,7 @@ export class ZkProducer {
       targets,
       records.map((r) => toBuffer(r.value)),
       records,
+      options?.settle === 'each',
     );
   }
 
@@ -231,7 +223,8 @@ export class ZkProducer {
       const started = this.started;
       if (started) {
         const s = await started.catch(() => undefined);
-        s?.info.close();
+        // In order: the watches and their running callbacks, then the session they read through.
+        await s?.info.close();
         await s?.zk.close();
       }
     }
@@ -250,12 +243,12 @@ export class ZkProducer {
         try {
           await info.start();
         } catch (error) {
-          info.close();
+          await info.close();
           await zk.close();
           throw error;
         }
         if (this.closing) {
-          info.close();
+          await info.close();
           await zk.close();
           throw new KlogError('producer is closed');
         }

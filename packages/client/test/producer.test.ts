@@ -1,7 +1,7 @@
 /** Producer against a real broker: acknowledgements, partitioning, batching, errors (SPEC §5). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '@klog/protocol';
-import { hashPartitioner, KlogBrokerError, KlogConnectionError, parseBrokerList, Producer, SimpleConsumer } from '../src/index.js';
+import { hashPartitioner, KlogBrokerError, KlogConnectionError, parseBrokerList, Producer, RecordTooLargeError, SimpleConsumer } from '../src/index.js';
 import { startTestBroker, type TestBroker } from './helpers.js';
 
 describe('Producer', () => {
@@ -177,5 +177,55 @@ describe('Producer', () => {
     expect(() => parseBrokerList('')).toThrow(/empty/);
     expect(() => parseBrokerList('a:1,b')).toThrow(/"b"/);
     expect(() => parseBrokerList('a:70000')).toThrow(/host:port/);
+  });
+});
+
+describe('Producer: a record over the broker\'s max.message.bytes', () => {
+  let broker: TestBroker;
+  beforeAll(async () => {
+    broker = await startTestBroker({ numPartitions: 1, flushMessages: 1, maxMessageBytes: 1000 });
+  });
+  afterAll(async () => {
+    await broker.stop();
+  });
+
+  /** Every payload of the partition, in log order. */
+  async function stored(topic: string): Promise<string[]> {
+    const c = new SimpleConsumer({ host: broker.host, port: broker.port });
+    const end = await c.latestOffset(topic, 0);
+    const got: string[] = [];
+    for await (const m of c.messages({ topic, partition: 0, offset: 0, maxWaitMs: 100 })) {
+      got.push(m.payload.toString());
+      if (m.nextOffset >= end) break;
+    }
+    await c.close();
+    return got;
+  }
+
+  it('fails only its own send, saying its size and the limit; the records batched with it are stored', async () => {
+    const p = new Producer({ brokerList: broker.address, acks: 2, batchSize: 100, lingerMs: 50 });
+    const values = [...Array.from({ length: 5 }, (_, i) => `before-${i}`), 'x'.repeat(2000), ...Array.from({ length: 5 }, (_, i) => `after-${i}`)];
+    // One call per record, all in one batch (one request): only the oversize one fails.
+    const results = await Promise.allSettled(values.map((value) => p.send('sized', [{ value, partition: 0 }])));
+    expect(results.map((r) => r.status)).toEqual([...Array<string>(5).fill('fulfilled'), 'rejected', ...Array<string>(5).fill('fulfilled')]);
+    const err = (results[5] as PromiseRejectedResult).reason as RecordTooLargeError;
+    expect(err).toBeInstanceOf(RecordTooLargeError);
+    expect(err.code).toBe(ErrorCode.MessageSizeTooLarge);
+    expect(err.payloadBytes).toBe(2000);
+    expect(err.maxMessageBytes).toBe(1000);
+    expect(err.message).toMatch(/2000 bytes is over the broker's limit of 1000 bytes/);
+    expect(await stored('sized')).toEqual(values.filter((v) => v.length < 1000));
+    // One call holding the oversize record: that call fails, its other records are stored.
+    await expect(p.send('sized2', [{ value: 'a', partition: 0 }, { value: 'y'.repeat(1001), partition: 0 }, { value: 'b', partition: 0 }])).rejects.toBeInstanceOf(RecordTooLargeError);
+    await p.flush();
+    expect(await stored('sized2')).toEqual(['a', 'b']);
+    // settle 'each': the call resolves with each record's result, the oversize one's being its error.
+    const each = await p.send('sized3', [{ value: 'c', partition: 0 }, { value: 'z'.repeat(1500), partition: 0 }, { value: 'd', partition: 0 }], { settle: 'each' });
+    expect(each[0]).toMatchObject({ topic: 'sized3', partition: 0, offset: 0 });
+    expect(each[1]).toBeInstanceOf(RecordTooLargeError);
+    expect((each[1] as RecordTooLargeError).payloadBytes).toBe(1500);
+    expect(each[2]).toMatchObject({ topic: 'sized3', partition: 0 });
+    expect(await stored('sized3')).toEqual(['c', 'd']);
+    await p.close();
   });
 });

@@ -143,6 +143,12 @@ describe('golden requests', () => {
     expectBytes(encodeMetadataRequest(['events', 'clicks']), bytes);
     expect(decodeRequestFrame(bytes)).toStrictEqual({ type: RequestType.Metadata, topics: ['events', 'clicks'] });
   });
+
+  it('metadata-request-list.hex', () => {
+    const bytes = loadHex('metadata-request-list.hex');
+    expectBytes(encodeMetadataRequest([]), bytes);
+    expect(decodeRequestFrame(bytes)).toStrictEqual({ type: RequestType.Metadata, topics: [] });
+  });
 });
 
 describe('golden responses', () => {

@@ -15,3 +15,4 @@ export * from './segment.js';
 export * from './send-region.js';
 export * from './segment-list.js';
 export * from './log-dir-lock.js';
+export * from './leader-epoch-checkpoint.js';

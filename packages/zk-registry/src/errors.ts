@@ -28,10 +28,22 @@ export class ZkError extends Error {
     this.code = options.code;
     this.path = options.path;
   }
+
+  /**
+   * Whether the same request may succeed if tried again (the `retriable` flag of @klog/retry):
+   * true for a lost connection or an operation timeout, and for the subclasses that say so.
+   */
+  get retriable(): boolean {
+    return this.code === ZkErrorCode.connectionLoss || this.code === ZkErrorCode.operationTimeout;
+  }
 }
 
 /** No ZooKeeper server of the connect string answered within the connect timeout. */
-export class ZkConnectError extends ZkError {}
+export class ZkConnectError extends ZkError {
+  override get retriable(): boolean {
+    return true;
+  }
+}
 
 /** The node does not exist (ZooKeeper `NONODE`). */
 export class ZkNoNodeError extends ZkError {}
@@ -49,7 +61,11 @@ export class ZkBadVersionError extends ZkError {}
 export class ZkSessionExpiredError extends ZkError {}
 
 /** The operation did not complete within the client's operation timeout (connection lost too long). */
-export class ZkTimeoutError extends ZkError {}
+export class ZkTimeoutError extends ZkError {
+  override get retriable(): boolean {
+    return true;
+  }
+}
 
 /** The client was closed. */
 export class ZkClosedError extends ZkError {}
@@ -68,7 +84,7 @@ export class InvalidNameError extends ZkError {
 }
 
 /**
- * A live broker already holds this broker id in `/brokers/ids/<id>` (SPEC §4): two brokers
+ * A live broker already holds this broker id in `/brokers/ids/<id>` (docs/design.md §4): two brokers
  * must not share an id. Thrown at registration; the holder's registration value is given.
  */
 export class BrokerIdInUseError extends ZkError {

@@ -16,3 +16,4 @@ export * from './consumer-registry.js';
 export * from './ownership.js';
 export * from './offsets.js';
 export * from './audit-ranges.js';
+export * from './replica-assignment.js';

@@ -9,6 +9,7 @@
 import { ZkError } from './errors.js';
 import type { Logger } from '@klog/logger';
 import { offsetPath, offsetsGroupPath, offsetsPath, parsePartitionName, type BrokerPartition } from './paths.js';
+import type { OwnershipFence } from './ownership.js';
 import type { ZkClient } from './zk-client.js';
 
 /** A committed offset of one partition. */
@@ -38,13 +39,19 @@ export class OffsetRegistry {
 
   /**
    * Commits `offset` (the next byte offset to read) for a partition, creating the node if
-   * needed. Throws {@link ZkError} when `offset` is not a non-negative safe integer.
+   * needed. With `fence` the write is fenced by ownership: one ZooKeeper multi that checks the
+   * owner node of the claim is still at its version, in the session that holds it
+   * ({@link ZkClient.putIf}); a consumer that no longer owns the partition gets
+   * {@link ZkBadVersionError}, {@link ZkNoNodeError} or {@link ZkSessionExpiredError} and
+   * nothing is written. Throws {@link ZkError} when `offset` is not a non-negative safe integer.
    */
-  async commit(group: string, topic: string, partition: BrokerPartition, offset: number): Promise<void> {
+  async commit(group: string, topic: string, partition: BrokerPartition, offset: number, fence?: OwnershipFence): Promise<void> {
     if (!Number.isSafeInteger(offset) || offset < 0) {
       throw new ZkError(`invalid offset ${offset} for ${topic} ${partition.brokerId}-${partition.partition}: must be a non-negative integer`);
     }
-    await this.zk.put(offsetPath(group, topic, partition.brokerId, partition.partition), String(offset));
+    const path = offsetPath(group, topic, partition.brokerId, partition.partition);
+    if (fence === undefined) await this.zk.put(path, String(offset));
+    else await this.zk.putIf(fence, path, String(offset));
   }
 
   /**

@@ -17,6 +17,21 @@ export interface PartitionOwner extends BrokerPartition {
   readonly owner: string;
 }
 
+/**
+ * A claim as ZooKeeper holds it: the owner node, its version and the session that holds it.
+ * An offset commit made with it ({@link OffsetRegistry.commit}) goes through only while this
+ * session still holds this node: a member that lost its partition (a session that expired
+ * during a long pause) cannot write over the new owner's commits.
+ */
+export interface OwnershipFence {
+  /** The owner node's path. */
+  readonly path: string;
+  /** Its data version when claimed. */
+  readonly version: number;
+  /** The session that holds it (16 hex digits). */
+  readonly sessionId: string;
+}
+
 /** Claims, releases and reads `/consumers/<group>/owners` (SPEC §4). */
 export class OwnershipRegistry {
   private readonly logger: Logger;
@@ -48,6 +63,18 @@ export class OwnershipRegistry {
     const mine = node.stat.ephemeralOwner === this.zk.sessionId && owner === threadId;
     if (!mine) this.logger.debug({ group, topic, ...partition, owner, threadId }, 'partition already owned');
     return mine;
+  }
+
+  /**
+   * Claims a partition as {@link claim} does and returns the claim's {@link OwnershipFence}, or
+   * undefined when someone else owns it (or the session changed while claiming).
+   */
+  async claimFenced(group: string, topic: string, partition: BrokerPartition, threadId: string): Promise<OwnershipFence | undefined> {
+    if (!(await this.claim(group, topic, partition, threadId))) return undefined;
+    const path = ownerPath(group, topic, partition.brokerId, partition.partition);
+    const node = await this.zk.getData(path);
+    if (node === undefined || node.stat.ephemeralOwner !== this.zk.sessionId || node.data.toString('utf8') !== threadId) return undefined;
+    return { path, version: node.stat.version, sessionId: node.stat.ephemeralOwner };
   }
 
   /**

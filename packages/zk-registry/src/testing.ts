@@ -6,7 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { connect as netConnect } from 'node:net';
-import zookeeper from 'node-zookeeper-client';
+import { silentLogger } from '@klog/logger';
+import { createRawConnection } from './zk-adapter.js';
 import { parseConnectString, ZkClient, type ZkSessionCredentials } from './zk-client.js';
 
 /** Where tests find ZooKeeper when `KLOG_ZK_CONNECT` is not set. */
@@ -81,11 +82,13 @@ export async function expireSession(connectString: string, credentials: ZkSessio
 }
 
 function takeOverAndClose(servers: string, credentials: ZkSessionCredentials, timeoutMs: number): Promise<'expired' | 'closed' | 'timeout'> {
-  const intruder = zookeeper.createClient(servers, {
+  const intruder = createRawConnection(servers, {
+    sessionTimeoutMs: 30_000,
+    spinDelayMs: 100,
     sessionId: credentials.sessionId,
     sessionPassword: credentials.sessionPassword,
-    spinDelay: 100,
-  });
+    logger: silentLogger,
+  }).client;
   return new Promise((resolve) => {
     let closing = false;
     const finish = (result: 'expired' | 'closed' | 'timeout'): void => {

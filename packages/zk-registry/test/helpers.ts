@@ -79,6 +79,7 @@ export function nextEvent<T = unknown>(emitter: ZkClient, event: Parameters<ZkCl
 export class CuttableProxy {
   private readonly sockets = new Set<Socket>();
   private readonly frozen = new Set<Socket>();
+  private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
   private server: Server | undefined;
   port = 0;
 
@@ -95,6 +96,9 @@ export class CuttableProxy {
         s.on('error', () => undefined);
       }
       client.pipe(upstream);
+      const pair = { client, upstream };
+      this.pairs.add(pair);
+      client.on('close', () => this.pairs.delete(pair));
       upstream.on('data', (chunk: Buffer) => {
         if (!this.frozen.has(upstream)) client.write(chunk);
       });
@@ -110,6 +114,15 @@ export class CuttableProxy {
   /** From now on swallows what the server sends on the open connections (a silent network); new connections work. */
   freeze(): void {
     for (const s of this.sockets) this.frozen.add(s);
+  }
+
+  /** From now on the open connections carry nothing either way (a hung server); new connections work. */
+  hang(): void {
+    this.freeze();
+    for (const { client, upstream } of this.pairs) {
+      client.unpipe(upstream);
+      client.pause();
+    }
   }
 
   /** Drops every open connection. */

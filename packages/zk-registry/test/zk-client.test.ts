@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { parseConnectString, ZkClient, ZkConnectError, ZkNodeExistsError, ZkNoNodeError, ZkClosedError } from '../src/index.js';
+import { parseConnectString, ZkBadVersionError, ZkClient, ZkConnectError, ZkNodeExistsError, ZkNoNodeError, ZkClosedError, ZkSessionExpiredError } from '../src/index.js';
 import { expireSession, testZooKeeper } from '../src/testing.js';
 import { captureLogger, connectClient, CuttableProxy, freshChroot, nextEvent, waitFor } from './helpers.js';
 
@@ -262,5 +262,46 @@ describe('ZkClient against a real ZooKeeper', () => {
     expect(zk.registeredEphemerals()).toEqual(['/brokers/ids/2']);
     expect((await rival.getData('/brokers/ids/1'))?.data.toString()).toBe('rival');
     expect((await rival.exists('/brokers/ids/2'))?.ephemeralOwner).toBe(zk.sessionId);
+  });
+
+  it('putIf writes only while the condition node is at its version, in the session asked for', async () => {
+    const connectString = freshChroot();
+    const owner = await connectClient(connectString);
+    const rival = await connectClient(connectString);
+    await owner.createEphemeral('/owners/p', 'owner-0');
+    const claim = await owner.exists('/owners/p');
+    const fence = { path: '/owners/p', version: claim!.version, sessionId: owner.sessionId };
+    await owner.putIf(fence, '/offsets/p', '10'); // created
+    await owner.putIf(fence, '/offsets/p', '20'); // replaced
+    expect((await rival.getData('/offsets/p'))?.data.toString()).toBe('20');
+    // Another session asking with the owner's fence is refused at once.
+    await expect(rival.putIf(fence, '/offsets/p', '5')).rejects.toBeInstanceOf(ZkSessionExpiredError);
+    // A claim that changed (here: rewritten) no longer lets the write through, version 0 included.
+    await owner.setData('/owners/p', 'owner-0');
+    await expect(owner.putIf(fence, '/offsets/p', '5')).rejects.toBeInstanceOf(ZkBadVersionError);
+    // A claim that is gone, neither.
+    await owner.removeOwnEphemeral('/owners/p');
+    await expect(owner.putIf({ ...fence, version: 1 }, '/offsets/p', '5')).rejects.toBeInstanceOf(ZkNoNodeError);
+    expect((await rival.getData('/offsets/p'))?.data.toString()).toBe('20');
+  });
+
+  it('a registration that could not be written while ZooKeeper was away is written once it is back', async () => {
+    const connectString = freshChroot();
+    await (await connectClient(connectString)).close(); // creates the chroot
+    const proxy = new CuttableProxy();
+    await proxy.start();
+    const chroot = connectString.slice(connectString.indexOf('/'));
+    const zk = await connectClient(`127.0.0.1:${proxy.port}${chroot}`, { sessionTimeoutMs: 20_000, operationTimeoutMs: 1000 });
+    const observer = await connectClient(connectString);
+    const port = proxy.port;
+    const disconnected = nextEvent(zk, 'disconnected');
+    await proxy.stop();
+    await disconnected;
+    await expect(zk.registerEphemeral('/brokers/topics/t/0', '2')).rejects.toThrow(/not connected to ZooKeeper|no reply/);
+    expect(zk.registeredEphemerals()).toEqual(['/brokers/topics/t/0']);
+    await new Promise((r) => setTimeout(r, 1500)); // longer than the operation timeout
+    await proxy.start(port);
+    await waitFor(async () => (await observer.exists('/brokers/topics/t/0'))?.ephemeralOwner === zk.sessionId, 10_000, 'the registration written');
+    expect((await observer.getData('/brokers/topics/t/0'))?.data.toString()).toBe('2');
   });
 });

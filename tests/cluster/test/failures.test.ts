@@ -96,7 +96,8 @@ describe('failures', () => {
     for (const bp of victimOwned) {
       const firstAfter = received.find((r) => r.member !== 'c2' && `${r.b}-${r.p}` === bp);
       expect(firstAfter, `a survivor's first message of ${bp}`).toBeDefined();
-      expect(firstAfter!.o).toBe(lastCommit.get(bp) ?? 0);
+      // (A commit the victim made just before the kill may have reached ZooKeeper unprinted.)
+      expect(firstAfter!.o).toBeGreaterThanOrEqual(lastCommit.get(bp) ?? 0);
     }
     for (const m of members) expect(m.errors).toEqual([]);
     await Promise.all([members[0]!.stop(), members[2]!.stop()]);

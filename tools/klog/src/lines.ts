@@ -24,3 +24,35 @@ export async function* readLineGroups(stream: Readable): AsyncGenerator<Buffer[]
   }
   if (carry && carry.length > 0) yield [carry];
 }
+
+/**
+ * {@link readLineGroups} that can be stopped: once `signal` aborts, the input is destroyed and
+ * the iteration ends at once, even while the input has nothing new (a terminal, `tail -f`).
+ * The lines of chunks already read are yielded first; a last line without its `\n` is dropped
+ * then (it was not finished).
+ */
+export async function* readLineGroupsUntil(stream: Readable, signal: AbortSignal): AsyncGenerator<Buffer[], void, undefined> {
+  if (signal.aborted) return;
+  const groups = readLineGroups(stream);
+  let onAbort!: () => void;
+  const aborted = new Promise<'aborted'>((resolve) => {
+    onAbort = () => resolve('aborted');
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    for (;;) {
+      const next = groups.next();
+      const got = await Promise.race([next, aborted]);
+      if (got === 'aborted') {
+        next.catch(() => {}); // the destroyed input ends or fails it; nothing waits for it now
+        return;
+      }
+      if (got.done) return;
+      yield got.value;
+      if (signal.aborted) return;
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    if (signal.aborted) stream.destroy();
+  }
+}

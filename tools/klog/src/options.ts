@@ -28,14 +28,15 @@ export function intParser(min: number, max = Number.MAX_SAFE_INTEGER, sizes = fa
   };
 }
 
-/** Where a consumer starts: a named end of the partition or a byte offset. */
-export type StartOffset = 'earliest' | 'latest' | number;
+/** Where a consumer starts: a named end of the partition, a byte offset, or the last N messages. */
+export type StartOffset = 'earliest' | 'latest' | number | { readonly last: number };
 
-/** `earliest`, `latest` or a non-negative byte offset. */
+/** `earliest`, `latest`, a non-negative byte offset, or `-N` (the last N messages). */
 export function parseStartOffset(value: string): StartOffset {
   if (value === 'earliest' || value === 'latest') return value;
   if (/^\d+$/.test(value) && Number.isSafeInteger(Number(value))) return Number(value);
-  throw new InvalidArgumentError('expected earliest, latest or a non-negative byte offset.');
+  if (/^-\d+$/.test(value) && Number.isSafeInteger(-Number(value))) return { last: -Number(value) };
+  throw new InvalidArgumentError('expected earliest, latest, a non-negative byte offset, or -N for the last N messages.');
 }
 
 /** `latest` (−1), `earliest` (−2) or ms since the epoch, as an OFFSETS request's time. */

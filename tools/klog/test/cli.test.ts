@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startBroker, type Broker } from '@klog/broker';
+import { Producer } from '@klog/client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -94,6 +95,10 @@ describe('klog', () => {
   }, 30_000);
 
   it('consume waits for data, then exits 0 after the idle timeout', async () => {
+    // The topic exists (a METADATA request creates it) and is empty; a missing one is an error (consume-io.test.ts).
+    const creator = new Producer({ brokerList: address });
+    await creator.partitionCount('empty');
+    await creator.close();
     const started = Date.now();
     const c = await klog(['consume', '--broker', address, '--topic', 'empty', '--offset', 'latest', '--idle-timeout-ms', '800']);
     expect(c.code, c.stderr).toBe(0);
@@ -170,7 +175,11 @@ describe('klog', () => {
     expectOneLineError(await klog(['consume', '--broker', address, '--topic', 't', '--offset', 'yesterday']), /--offset.*'yesterday' is invalid/);
     expectOneLineError(await klog(['produce', '--broker-list', address, '--topic', 't', '--acks', '3']), /--acks/);
     // By default the broker's answer is awaited, so a rejected message is an error, not a silent loss.
-    expectOneLineError(await klog(['produce', '--broker-list', address, '--topic', 'too-big'], `small\n${'x'.repeat(1_500_000)}\n`), /MessageSizeTooLarge/);
+    // A rejected line is reported by its number, with the summary and the failing lines (produce-stream.test.ts covers the rest).
+    const tooBig = await klog(['produce', '--broker-list', address, '--topic', 'too-big'], `small\n${'x'.repeat(1_500_000)}\n`);
+    expect(tooBig.code).toBe(1);
+    expect(tooBig.stderr).toMatch(/^klog produce: line 2: MessageSizeTooLarge .*1500000 bytes is over the broker's limit of 1000000 bytes/m);
+    expect(tooBig.stderr.trimEnd().split('\n').at(-1)).toBe('klog produce: error: 1 of 2 lines failed: lines 2');
     expectOneLineError(await klog(['produce', '--broker-list', 'localhost', '--topic', 't']), /broker-list.*host:port/);
     expectOneLineError(await klog(['consume', '--topic', 't']), /give --broker \(simple mode\) or --zookeeper and --group/);
     expectOneLineError(await klog(['consume', '--broker', address, '--topic', 'bad/topic']), /invalid topic name/);

@@ -178,7 +178,9 @@ export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckReques
     } catch (err) {
       const errorCode = errorCodeOf(err);
       ctx.logger.warn({ topic: p.topic, partition: p.partition, err: (err as Error).message }, 'produce rejected');
-      results.push({ topic: p.topic, partition: p.partition, errorCode, offset: -1, nextOffset: -1 });
+      // For a message over the limit, nextOffset carries the limit (docs/format.md §11), so the producer can say which.
+      const nextOffset = errorCode === ErrorCode.MessageSizeTooLarge ? ctx.config.maxMessageBytes : -1;
+      results.push({ topic: p.topic, partition: p.partition, errorCode, offset: -1, nextOffset });
     }
   }
   await Promise.all(flushes);

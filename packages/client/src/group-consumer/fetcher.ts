@@ -16,6 +16,7 @@ import { SimpleConsumer } from '../simple-consumer.js';
 import type { PartitionTopicInfo } from './message-stream.js';
 import { sleep } from '../sleep.js';
 import { type OffsetReset, resetOffset, resetOffsetWithin } from './offset-reset.js';
+import { Backoff } from '@klog/retry';
 
 
 /** Settings of a {@link BrokerFetcher}. */
@@ -51,10 +52,8 @@ export interface OffsetResetEvent {
   readonly end: number | undefined;
 }
 
-/** First delay after a failed fetch, in ms. */
-const minRetryDelayMs = 100;
-/** Longest delay between fetch retries, in ms. */
-const maxRetryDelayMs = 2000;
+/** Delays between fetch retries, in ms: from 100, doubling, at most 2000, jittered. */
+const fetchRetryBackoff = { initialMs: 100, maxMs: 2000 } as const;
 
 /** Fetches the owned partitions of one broker until stopped. */
 export class BrokerFetcher {
@@ -92,7 +91,7 @@ export class BrokerFetcher {
     });
     this.consumers.push(consumer);
     if (signal.aborted) return void consumer.close().catch(() => {});
-    let retryDelayMs = 0;
+    const retryBackoff = new Backoff(fetchRetryBackoff);
     /** Where the next fetch starts; undefined until the reset policy gave a start. */
     let fetchOffset = info.consumedOffset;
     /** True after an OffsetOutOfRange reset until a fetch succeeds. */
@@ -114,7 +113,7 @@ export class BrokerFetcher {
         });
         for await (const batch of batches) {
           justReset = false;
-          retryDelayMs = 0;
+          retryBackoff.reset();
           fetchOffset = batch[batch.length - 1]!.nextOffset;
           if (!(await info.queue.put(info, batch, signal))) return;
         }
@@ -149,7 +148,7 @@ export class BrokerFetcher {
           this.options.onFatal(info, error);
           return;
         }
-        retryDelayMs = Math.min(Math.max(retryDelayMs * 2, minRetryDelayMs), maxRetryDelayMs);
+        const retryDelayMs = retryBackoff.next();
         const level = error instanceof KlogConnectionError ? 'warn' : 'error';
         logger[level]({ ...where, broker: consumer.broker, err: error, retryInMs: retryDelayMs }, 'fetch failed; retrying');
         if (!(await sleep(retryDelayMs, signal))) return;

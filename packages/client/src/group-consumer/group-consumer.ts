@@ -39,7 +39,11 @@ import {
   newConsumerId,
   offsetPath,
   parseOffset,
+  ZkBadVersionError,
+  ZkNoNodeError,
+  ZkSessionExpiredError,
   type BrokerInfo,
+  type OwnershipFence,
   type ZkSessionCredentials,
   type ZkWatch,
 } from '@klog/zk-registry';
@@ -163,6 +167,8 @@ export class GroupConsumer {
   private readonly queues = new Map<string, MessageQueue[]>();
   /** Partitions owned now (claimed in the last successful rebalance), by {@link keyOf}. */
   private owned = new Map<string, PartitionTopicInfo>();
+  /** The claim of each owned partition, by {@link keyOf}: commits are fenced by it. */
+  private fences = new Map<string, OwnershipFence>();
   private fetchers: BrokerFetcher[] = [];
   /** Resolves when the fetchers last stopped have finished. */
   private fetchersStopped: Promise<void> = Promise.resolve();
@@ -239,7 +245,9 @@ export class GroupConsumer {
       const n = topicCountMap[topic]!;
       if (!Number.isInteger(n) || n < 1) throw new RangeError(`stream count ${n} of topic ${topic} must be a positive integer`);
       this.subscription[topic] = n;
-      this.queues.set(topic, Array.from({ length: n }, (_, i) => new MessageQueue(topic, i, this.config.queuedChunksMax)));
+      // A message is handed out only while the session that owns its partition surely lives.
+      const mayHandOut = (): boolean => this.zk?.holdsSession === true;
+      this.queues.set(topic, Array.from({ length: n }, (_, i) => new MessageQueue(topic, i, this.config.queuedChunksMax, mayHandOut)));
     }
 
     const zk = await ZkClient.connect(this.config.zookeeper, { sessionTimeoutMs: this.config.zkSessionTimeoutMs, logger: this.logger });
@@ -432,9 +440,12 @@ export class GroupConsumer {
 
     // 4-5: claim; on a conflict give back what this attempt took.
     const claimed: OwnedPartition[] = [];
+    const fences = new Map<string, OwnershipFence>();
     try {
       for (const w of wanted) {
-        if (!(await this.ownership.claim(this.groupId, w.topic, w.partition, w.threadId))) {
+        const fence = await this.ownership.claimFenced(this.groupId, w.topic, w.partition, w.threadId);
+        if (fence) fences.set(keyOf({ topic: w.topic, ...w.partition }), fence);
+        else {
           await this.release(claimed);
           const owner = await this.ownership.owner(this.groupId, w.topic, w.partition).catch(() => undefined);
           return { ok: false, reason: `${w.topic} ${w.partition.brokerId}-${w.partition.partition} is still owned by ${owner ?? 'another consumer'}` };
@@ -463,6 +474,7 @@ export class GroupConsumer {
     }
     await this.applyResetPolicy([...owned.values()].filter((i) => i.consumedOffset === undefined), live);
     this.owned = owned;
+    this.fences = fences;
     this.liveBrokers = live;
     if (this.closing.signal.aborted) return { ok: true };
     if (this.zk?.isConnected) this.startFetchers();
@@ -538,7 +550,13 @@ export class GroupConsumer {
       const asked = upTo === undefined ? consumed : upTo.get(keyOf(info));
       const offset = asked === undefined || consumed === undefined ? undefined : Math.min(asked, consumed);
       if (offset === undefined || offset === info.committedOffset) continue;
-      await this.offsets.commit(this.groupId, info.topic, info, offset);
+      try {
+        await this.offsets.commit(this.groupId, info.topic, info, offset, this.fences.get(keyOf(info)));
+      } catch (err) {
+        if (!(err instanceof ZkBadVersionError || err instanceof ZkNoNodeError || err instanceof ZkSessionExpiredError)) throw err;
+        this.logger.warn({ topic: info.topic, brokerId: info.brokerId, partition: info.partition, offset, err }, 'offset not committed: this consumer no longer owns the partition');
+        continue;
+      }
       info.committedOffset = offset;
       committed.push({ topic: info.topic, brokerId: info.brokerId, partition: info.partition, offset });
     }

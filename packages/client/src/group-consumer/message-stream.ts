@@ -72,11 +72,14 @@ export class MessageQueue implements MessageStream {
 
   /**
    * @param maxChunks most chunks queued before {@link put} waits (≥ 1)
+   * @param mayHandOut whether messages may be handed out now (the consumer certainly still
+   *   owns its partitions); while false, iterators wait
    */
   constructor(
     readonly topic: string,
     readonly index: number,
     private readonly maxChunks: number = defaultQueuedChunksMax,
+    private readonly mayHandOut: () => boolean = () => true,
   ) {}
 
   /** Chunks queued now. */
@@ -139,7 +142,7 @@ export class MessageQueue implements MessageStream {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what fail() was given, as is
     if (this.error !== undefined) return Promise.reject(this.error);
     if (this.ended) return Promise.resolve({ done: true, value: undefined });
-    const m = this.takers.length === 0 ? this.shift() : undefined;
+    const m = this.takers.length === 0 && this.mayHandOut() ? this.shift() : undefined;
     if (m) return Promise.resolve({ done: false, value: m });
     return new Promise((resolve, reject) => {
       this.takers.push({ resolve, reject });
@@ -148,7 +151,7 @@ export class MessageQueue implements MessageStream {
 
   /** Hands queued messages to waiting iterators. */
   private serve(): void {
-    while (this.takers.length > 0) {
+    while (this.takers.length > 0 && this.mayHandOut()) {
       const m = this.shift();
       if (!m) return;
       this.takers.shift()!.resolve({ done: false, value: m });

@@ -1,8 +1,10 @@
 /**
  * (klog) METADATA (type 6): how many partitions a broker holds for each of some topics. A
  * broker creates a topic it does not know yet with its default partition count, as a produce
- * to it would (SPEC §2), so a producer with a static broker list can learn the partitions it
- * may send to.
+ * to it would (docs/design.md §2), so a producer with a static broker list can learn the
+ * partitions it may send to. A request naming no topic (count 0) asks for every topic the
+ * broker holds and creates none (docs/format.md §12): how a consumer learns that a topic does
+ * not exist.
  *
  * ```
  * MetadataRequest  => count int16 | count x topic string
@@ -22,7 +24,7 @@ export interface TopicMetadata {
   readonly partitions: number;
 }
 
-/** Encodes a framed METADATA request for 1 to 32767 topics. */
+/** Encodes a framed METADATA request for 0 (every topic the broker holds, creating none) to 32767 topics. */
 export function encodeMetadataRequest(topics: readonly string[]): Buffer {
   return encodeFrame(RequestType.Metadata, (e) => {
     e.writeInt16(topics.length);
@@ -35,7 +37,7 @@ export function encodeMetadataRequest(topics: readonly string[]): Buffer {
 
 /** Decodes a METADATA body (after the type). @throws ProtocolError */
 export function decodeMetadataRequest(d: Decoder): string[] {
-  const count = readCount(d, 'metadata', 1);
+  const count = readCount(d, 'metadata');
   const topics: string[] = [];
   for (let i = 0; i < count; i++) topics.push(d.readTopic());
   d.assertDone('metadata request');

@@ -44,7 +44,7 @@ export interface ProduceAckResult {
   readonly errorCode: ErrorCodeValue;
   /** Log offset of the set's first message; −1 on error. */
   readonly offset: number;
-  /** Log end offset just after the set; −1 on error. */
+  /** Log end offset just after the set; on error −1, except for MessageSizeTooLarge: the broker's max.message.bytes (docs/format.md §11). */
   readonly nextOffset: number;
 }
 

@@ -1,8 +1,11 @@
 /**
- * `klog consume --zookeeper --group --topic`: consume as a member of a consumer group (SPEC §4,
- * §6). Prints message values one per line on stdout (with `--print-key`, the key and a tab
- * first) until --max-messages, --idle-timeout-ms, SIGINT
- * or SIGTERM, and commits, for each partition, the offset after the last message it printed.
+ * `klog consume --zookeeper --group --topic`: consume as a member of a consumer group
+ * (docs/design.md §4, §6). Prints message values one per line on stdout (with `--print-offsets`,
+ * `--print-key`, `--print-metadata` their prefixes first; or as `--format` or `--json` say)
+ * until --max-messages, --idle-timeout-ms, SIGINT or SIGTERM, and commits, for each
+ * partition, the offset after the last message it printed. A topic the registry does not know
+ * is an error naming those it knows (and saying so when no broker is registered: a mistyped
+ * chroot).
  *
  * The positions committed are those of the messages written to stdout
  * (`GroupConsumer.commitOffsets(printed)`), rather than the consumer's auto-commit of what it
@@ -10,9 +13,13 @@
  * committed, so the group loses nothing when the command stops. Offsets are committed every
  * --commit-interval-ms after stdout has taken what was printed, and on exit.
  */
-import { type GroupMessage, GroupConsumer, type MessageStream } from '@klog/client';
+import { type GroupMessage, GroupConsumer, type MessageStream, UnknownTopicError } from '@klog/client';
+import { BrokerRegistry } from '@klog/zk-registry';
+import type { Logger } from 'pino';
+import { withZooKeeper } from '../cluster.js';
 import { createLogger } from '../logger.js';
-import { linePrefix, OutputWriter } from '../output.js';
+import { messagePrinter, type MessageFormatter } from '../message-format.js';
+import { OutputWriter } from '../output.js';
 
 /** Settings of group mode. */
 export interface GroupConsumeOptions {
@@ -29,12 +36,32 @@ export interface GroupConsumeOptions {
   commitIntervalMs: number;
   maxDecompressedBytes?: number;
   printKey?: boolean;
+  printMetadata?: boolean;
+  printOffsets?: boolean;
+  format?: MessageFormatter;
+  json?: boolean;
+}
+
+/**
+ * Checks that the registry at `connect` knows `topic`.
+ * @throws UnknownTopicError naming the topics it knows, and saying when no broker is registered there at all
+ */
+export async function checkRegisteredTopic(connect: string, topic: string, logger: Logger): Promise<void> {
+  await withZooKeeper(connect, logger, async (zk) => {
+    const registry = new BrokerRegistry(zk, { logger });
+    const topics = await registry.listTopics();
+    if (topics.includes(topic)) return;
+    const brokers = await registry.listBrokerIds();
+    const where = brokers.length === 0 ? `in ZooKeeper at ${connect}, where no broker is registered (is the chroot right?)` : `in ZooKeeper at ${connect}`;
+    throw new UnknownTopicError(topic, [...topics].sort(), undefined, where);
+  });
 }
 
 
 /** Runs group mode (see the file comment). */
 export async function consumeGroup(opts: GroupConsumeOptions): Promise<void> {
   const logger = createLogger('klog-consume');
+  await checkRegisteredTopic(opts.zookeeper, opts.topic, logger);
   const consumer = new GroupConsumer({
     zookeeper: opts.zookeeper,
     groupId: opts.group,
@@ -47,7 +74,7 @@ export async function consumeGroup(opts: GroupConsumeOptions): Promise<void> {
     logger,
   });
   const out = new OutputWriter();
-  const newline = Buffer.from('\n');
+  const printMessage = messagePrinter(opts);
   /** The last message printed of each partition, by `<brokerId>-<partition>`. */
   const printed = new Map<string, GroupMessage>();
   let count = 0;
@@ -95,7 +122,7 @@ export async function consumeGroup(opts: GroupConsumeOptions): Promise<void> {
     };
     const print = async (m: GroupMessage): Promise<void> => {
       // Queued in `out` synchronously, before the first await: a message counted is a message printed.
-      const parts = [...linePrefix(m, opts), m.payload, newline];
+      const parts = printMessage(m);
       const written = Promise.all(parts.map((b) => out.write(b)));
       printed.set(`${m.brokerId}-${m.partition}`, m);
       armIdle();

@@ -1,4 +1,8 @@
-/** `klog offsets`: the OFFSETS request (SPEC §3): segment start offsets before a time, newest first, one per line. */
+/**
+ * `klog offsets`: the OFFSETS request (docs/format.md §10): segment start offsets before a time,
+ * newest first, one per line. A topic or partition the broker does not have is an error naming
+ * those it has.
+ */
 import type { Command } from 'commander';
 import { type BrokerAddress, SimpleConsumer } from '@klog/client';
 import { brokerAliasOption, brokerSpellings, intParser, parseBroker, parseOffsetsTime, parseTopic } from '../options.js';
@@ -37,6 +41,8 @@ Examples:
     .action(async (opts: OffsetsOptions) => {
       const consumer = new SimpleConsumer(opts.broker);
       try {
+        // OFFSETS answers a missing topic as an empty log at 0: ask the broker what it holds first.
+        await consumer.checkPartition(opts.topic, opts.partition);
         const offsets = await consumer.offsetsBefore(opts.topic, opts.partition, opts.time, opts.maxOffsets);
         process.stdout.write(offsets.map((o) => `${o}\n`).join(''));
       } finally {

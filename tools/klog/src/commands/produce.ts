@@ -1,6 +1,15 @@
 /**
- * `klog produce`: one message per line of stdin or a file (SPEC §5, §6), sent with a Producer
- * over `--broker-list`, or with a ZkProducer that finds the brokers in `--zookeeper`.
+ * `klog produce`: one message per line of stdin or a file (docs/design.md §5, §6), sent with a
+ * Producer over `--broker-list`, or with a ZkProducer that finds the brokers in `--zookeeper`.
+ *
+ * Each line is handed to the producer as it arrives (the lines of each chunk read in one send
+ * call, each acknowledged on its own), so `tail -f app.log |
+ * klog produce` and lines typed at a terminal go out at once, batched only by `--batch-size` and
+ * `--linger-ms`. Each line's acknowledgement is its own: a line the broker rejects (a message over
+ * its max.message.bytes) is reported by its number and the others are stored; the exit code is
+ * then 1 (`--stop-on-error`: stop reading at the first failure). On SIGINT or SIGTERM it stops
+ * reading, waits up to `--drain-timeout-ms` for the lines read to be acknowledged, prints the
+ * summary and exits.
  * `--stamp-metadata` stores each line's key, creation time and this host in the message
  * (docs/format.md §2a); `--compression gzip` sends gzip message sets (§2b). `--audit` counts
  * the lines sent per window of creation time and publishes the counts to the audit topic
@@ -8,9 +17,9 @@
  */
 import { createReadStream } from 'node:fs';
 import type { Command } from 'commander';
-import { defaultAuditTopic, defaultAuditWindowMs, KlogError, Producer, type ProducerRecord, ZkProducer } from '@klog/client';
+import { defaultAuditTopic, defaultAuditWindowMs, KlogBrokerError, KlogError, Producer, type ProducerRecord, type SendOptions, ZkProducer } from '@klog/client';
 import { parseZkConnect } from '../cluster.js';
-import { readLineGroups } from '../lines.js';
+import { readLineGroupsUntil } from '../lines.js';
 import { createLogger } from '../logger.js';
 import { brokerAliasOption, brokerSpellings, intParser, parseAcks, parseBrokerListOption, parseCompression, parseNonEmpty, parseTopic, UsageError } from '../options.js';
 import { printLine } from '../output.js';
@@ -33,12 +42,9 @@ interface ProduceOptions {
   audit?: boolean;
   auditWindowMs?: number;
   auditTopic?: string;
+  stopOnError?: boolean;
+  drainTimeoutMs: number;
 }
-
-/** Records handed to one Producer.send call. */
-const recordsPerSend = 1000;
-/** send() calls awaited at most at once. */
-const sendWindow = 8;
 
 /** Adds `klog produce` to `program`. */
 export function registerProduce(program: Command): void {
@@ -65,6 +71,8 @@ export function registerProduce(program: Command): void {
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
     .option('--acks <0|1|2>', '0: fire-and-forget (nothing reports a rejected message), 1: wait until appended, 2: wait until flushed', parseAcks, 1)
+    .option('--stop-on-error', 'stop reading at the first line the broker rejects (default: report it by line number, store the others, exit 1)')
+    .option('--drain-timeout-ms <ms>', 'on SIGINT/SIGTERM or --stop-on-error: most ms to wait for the lines read to be acknowledged', intParser(0), 10_000)
     .hook('preAction', brokerSpellings('brokerList', false))
     .addHelpText(
       'after',
@@ -73,9 +81,33 @@ Examples:
   printf 'hello\\nworld\\n' | klog produce --broker-list 127.0.0.1:9092 --topic greetings
   klog produce --broker-list 127.0.0.1:9092,127.0.0.1:9093 --topic logs --file /var/log/dpkg.log --acks 2
   seq 1 1000 | klog produce --zookeeper 127.0.0.1:2181/klog --topic numbers
-  tail -f app.log | klog produce --broker-list 127.0.0.1:9092 --topic app --key-separator ' ' --stamp-metadata`,
+  tail -F app.log | klog produce --broker-list 127.0.0.1:9092 --topic app --key-separator ' ' --stamp-metadata`,
     )
     .action(async (opts: ProduceOptions) => produce(opts));
+}
+
+/** What produce needs of either producer. */
+interface LineProducer {
+  send(topic: string, records: readonly ProducerRecord[], options: SendOptions): Promise<unknown[]>;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Lines sent and not yet settled, at most: past it, reading waits (the producer bounds their bytes too). */
+const maxPendingLines = 10_000;
+/** Rejected lines reported one by one; past it, only their count. */
+const maxReportedFailures = 100;
+
+/** What happened to the lines read (see {@link produce}). */
+interface Tally {
+  /** Lines read and handed to the producer. */
+  sent: number;
+  bytes: number;
+  /** Lines the broker acknowledged (acks 1-2), or that went out (acks 0). */
+  acknowledged: number;
+  failed: number;
+  /** Line numbers of the failed lines, in the order their failures came. */
+  readonly failedLines: number[];
 }
 
 async function produce(opts: ProduceOptions): Promise<void> {
@@ -88,6 +120,9 @@ async function produce(opts: ProduceOptions): Promise<void> {
   if (opts.host !== undefined && !opts.stampMetadata && !opts.audit) throw new UsageError('--host is stored only with --stamp-metadata or --audit');
   if ((opts.auditWindowMs !== undefined || opts.auditTopic !== undefined) && !opts.audit) throw new UsageError('--audit-window-ms and --audit-topic apply with --audit');
   if (opts.audit && opts.topic === (opts.auditTopic ?? defaultAuditTopic)) throw new UsageError(`--topic ${opts.topic} is the audit topic: audited messages go to another topic`);
+  if (opts.keySeparator !== undefined && !opts.stampMetadata && !opts.audit) {
+    printLine('klog produce: warning: keys (--key-separator) choose the partition but are not stored; add --stamp-metadata to store them');
+  }
   const logger = createLogger('klog-produce');
   const settings = {
     batchSize: opts.batchSize,
@@ -99,61 +134,158 @@ async function produce(opts: ProduceOptions): Promise<void> {
     ...(opts.audit && { audit: { windowMs: opts.auditWindowMs, topic: opts.auditTopic } }),
     logger,
   };
-  const producer =
+  const producer: LineProducer =
     opts.zookeeper !== undefined
       ? new ZkProducer({ zookeeper: opts.zookeeper, ...settings })
       : new Producer({ brokerList: opts.brokerList!, ...settings });
+  if (opts.partition !== undefined && producer instanceof Producer) {
+    // A partition the topic does not have is the command's error, not each line's.
+    const count = await producer.partitionCount(opts.topic).catch(async (e: unknown) => {
+      await producer.close().catch(() => {});
+      throw e;
+    });
+    if (opts.partition >= count) {
+      await producer.close();
+      throw new KlogError(`--partition ${opts.partition}: topic ${opts.topic} has ${count === 1 ? 'only partition 0' : `partitions 0-${count - 1}`} over --broker-list`);
+    }
+  }
   // acks 0 has no answer: what the broker stored is read from the log ends (see ../stored-check.ts).
-  const check = opts.acks === 0 ? await checkStoredBy(producer, opts.topic) : undefined;
+  const check = opts.acks === 0 ? await checkStoredBy(producer as Producer | ZkProducer, opts.topic) : undefined;
   /** Bytes the lines take in the log as plain messages (no header, no compression). */
   let logBytes = 0;
   const input = opts.file ? createReadStream(opts.file) : process.stdin;
   const separator = opts.keySeparator === undefined ? undefined : Buffer.from(opts.keySeparator);
   const started = process.hrtime.bigint();
-  let messages = 0;
-  let bytes = 0;
-  const window: Promise<unknown[]>[] = [];
-  let records: ProducerRecord[] = [];
-  const dispatch = async (): Promise<void> => {
-    const p = producer.send(opts.topic, records);
-    p.catch(() => {}); // awaited below; this keeps a failure from being reported as unhandled first
-    window.push(p);
-    records = [];
-    if (window.length >= sendWindow) await window.shift();
+  const tally: Tally = { sent: 0, bytes: 0, acknowledged: 0, failed: 0, failedLines: [] };
+  const stop = new AbortController();
+  let why: string | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    why ??= signal;
+    stop.abort();
   };
-  try {
-    for await (const lines of readLineGroups(input)) {
-      for (const line of lines) {
-        records.push(toRecord(line, separator, opts.partition));
-        messages++;
-        bytes += line.length;
-        logBytes += StoredCheck.plainMessageBytes(records[records.length - 1]!.value.length);
-        if (records.length >= recordsPerSend) await dispatch();
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  let pending = 0;
+  let roomWaiter: (() => void) | undefined;
+  let idleWaiter: (() => void) | undefined;
+  /** The first failure not tied to a line (the connection, ZooKeeper): it ends the command. */
+  let fatal: Error | undefined;
+  const settle = (lines: number): void => {
+    pending -= lines;
+    if (pending < maxPendingLines && roomWaiter) roomWaiter();
+    if (pending === 0 && idleWaiter) idleWaiter();
+  };
+  /**
+   * Line `lineNumber` failed with `e`: its own fault (the broker rejected it, or it cannot be
+   * stored: a RangeError) or not (then no use reading on).
+   */
+  const lineFailed = (lineNumber: number, e: unknown): void => {
+    tally.failed++;
+    tally.failedLines.push(lineNumber);
+    if (e instanceof KlogBrokerError || e instanceof RangeError) {
+      if (tally.failed <= maxReportedFailures) printLine(`klog produce: line ${lineNumber}: ${oneLine(e)}`);
+      if (opts.stopOnError && !stop.signal.aborted) {
+        why ??= `line ${lineNumber} failed (--stop-on-error)`;
+        stop.abort();
       }
+    } else {
+      // Not the line's own fault (the connection, the registry, the producer closed): no use reading on.
+      fatal ??= e as Error;
+      stop.abort();
     }
-    if (records.length > 0) await dispatch();
-    for (const p of window.splice(0)) await p;
-    // Close publishes the last audit counts: its failure is the command's.
-    await producer.close();
+  };
+  /**
+   * Sends the lines read together in one call, each acknowledged on its own (settle 'each').
+   * A record the producer refuses before sending (a RangeError: a key too long to store) fails
+   * the whole call: its lines are then sent one by one, to name the line.
+   */
+  const sendLines = (records: ProducerRecord[], firstLine: number): void => {
+    pending += records.length;
+    producer.send(opts.topic, records, { settle: 'each' }).then(
+      (results) => {
+        results.forEach((r, i) => {
+          if (r instanceof Error) lineFailed(firstLine + i, r);
+          else tally.acknowledged++;
+        });
+        settle(records.length);
+      },
+      (e: unknown) => {
+        if (e instanceof RangeError && records.length > 1) records.forEach((r, i) => sendLines([r], firstLine + i));
+        else if (e instanceof RangeError) lineFailed(firstLine, new RangeError(e.message.replace(/^record 0: /, '')));
+        else for (let i = 0; i < records.length; i++) lineFailed(firstLine + i, e);
+        settle(records.length);
+      },
+    );
+  };
+  let closed = false;
+  try {
+    logger.info({ topic: opts.topic, input: opts.file ?? 'stdin' }, 'reading lines');
+    let lineNumber = 0;
+    for await (const lines of readLineGroupsUntil(input, stop.signal)) {
+      const records = lines.map((line) => toRecord(line, separator, opts.partition));
+      sendLines(records, lineNumber + 1);
+      lineNumber += lines.length;
+      tally.sent += lines.length;
+      for (const line of lines) tally.bytes += line.length;
+      for (const r of records) logBytes += StoredCheck.plainMessageBytes(r.value.length);
+      if (pending >= maxPendingLines) await new Promise<void>((resolve) => (roomWaiter = resolve)).finally(() => (roomWaiter = undefined));
+      if (stop.signal.aborted) break;
+    }
+    // Wait for every line (bounded when stopped early), then close: close publishes the last
+    // audit counts and, with acks 0, reports a failed request; its failure is the command's.
+    const drained = pending === 0 ? Promise.resolve() : new Promise<void>((resolve) => (idleWaiter = resolve));
+    const closing = drained.then(() => producer.close());
+    if (why === undefined) await closing;
+    else {
+      printLine(`klog produce: ${why}: stopped reading; waiting up to ${opts.drainTimeoutMs} ms for the lines read to be acknowledged`);
+      closing.catch(() => {});
+      await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, opts.drainTimeoutMs).unref())]);
+    }
+    closed = true;
+  } catch (e) {
+    fatal ??= e as Error;
   } finally {
-    await producer.close().catch(() => {});
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    if (!closed) await producer.close().catch(() => {});
   }
-  const plain = !opts.stampMetadata && !opts.audit && opts.compression === 'none';
+  // Nothing read (the input or the producer failed first): the error alone says it.
+  if (fatal !== undefined && tally.sent === 0) {
+    await check?.close();
+    throw fatal;
+  }
+  const plain = !opts.stampMetadata && !opts.audit && opts.compression === 'none' && tally.failed === 0;
   let stored: Stored | undefined;
   try {
-    stored = await check?.stored({ sent: messages, ...(plain && { expectedBytes: logBytes }), settleMs: 2500, timeoutMs: 60_000 });
+    stored = await check?.stored({ sent: tally.acknowledged, ...(plain && { expectedBytes: logBytes }), settleMs: 2500, timeoutMs: 60_000 });
   } finally {
     await check?.close();
   }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const r = rate(messages, bytes, seconds);
+  const r = rate(tally.sent, tally.bytes, seconds);
+  const unacknowledged = tally.sent - tally.acknowledged - tally.failed;
   printLine(
-    `produced ${messages} messages (${bytes} bytes) to topic ${opts.topic} in ${seconds.toFixed(3)} s ` +
-      `(${r.msgsPerSec.toFixed(0)} msg/s, ${r.mbPerSec.toFixed(2)} MB/s)`,
+    `produced ${tally.sent} messages (${tally.bytes} bytes) to topic ${opts.topic} in ${seconds.toFixed(3)} s ` +
+      `(${r.msgsPerSec.toFixed(0)} msg/s, ${r.mbPerSec.toFixed(2)} MB/s): ${tally.sent} sent, ` +
+      `${opts.acks === 0 ? `${tally.acknowledged} written (acks 0: not acknowledged)` : `${tally.acknowledged} acknowledged`}, ${tally.failed} failed` +
+      (unacknowledged > 0 ? `, ${unacknowledged} not acknowledged in time` : ''),
   );
-  const mismatch = stored === undefined ? undefined : storedMismatch(messages, stored);
+  const mismatch = stored === undefined ? undefined : storedMismatch(tally.acknowledged, stored);
+  if (stored !== undefined && mismatch === undefined) printLine(`klog produce: acks 0: the broker stored all ${stored.messages} messages (log ends checked)`);
+  if (fatal !== undefined) throw fatal;
   if (mismatch !== undefined) throw new KlogError(`--acks 0: ${mismatch}`);
-  if (stored !== undefined) printLine(`acks 0: the broker stored all ${stored.messages} messages (log ends checked)`);
+  if (tally.failed > 0) throw new KlogError(`${tally.failed} of ${tally.sent} lines failed: lines ${lineList(tally.failedLines)}`);
+  if (unacknowledged > 0) throw new KlogError(`${unacknowledged} of ${tally.sent} lines were not acknowledged within --drain-timeout-ms ${opts.drainTimeoutMs}`);
+}
+
+/** Line numbers, sorted, as `3, 7, 9` (the first 20, then how many more). */
+function lineList(lines: readonly number[]): string {
+  const sorted = [...lines].sort((a, b) => a - b);
+  return sorted.length <= 20 ? sorted.join(', ') : `${sorted.slice(0, 20).join(', ')} and ${sorted.length - 20} more`;
+}
+
+function oneLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, ' ').trim();
 }
 
 function toRecord(line: Buffer, separator: Buffer | undefined, partition: number | undefined): ProducerRecord {
