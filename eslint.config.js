@@ -9,6 +9,7 @@ import tseslint from 'typescript-eslint';
 /** Workspace directories, each with the tsconfig that covers its src and test files. */
 const projects = [
   ['packages/protocol', 'tsconfig.lint.json'],
+  ['packages/kafka-protocol', 'tsconfig.lint.json'],
   ['packages/retry', 'tsconfig.lint.json'],
   ['packages/storage', 'tsconfig.lint.json'],
   ['packages/logger', 'tsconfig.lint.json'],
@@ -19,6 +20,7 @@ const projects = [
   ['apps/audit', 'tsconfig.lint.json'],
   ['tools/klog', 'tsconfig.lint.json'],
   ['tests/cluster', 'tsconfig.json'],
+  ['tests/kafka', 'tsconfig.json'],
 ];
 
 /** The widest line allowed, in characters (comments included; string literals exempt). */

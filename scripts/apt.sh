@@ -1,5 +1,5 @@
 # Sourced by the scripts that install a Debian package klog or its tests need (zookeeper.sh,
-# chromium.sh, isal.sh); the sourcing script defines log().
+# chromium.sh, isal.sh, kcat.sh); the sourcing script defines log().
 #
 #   as_root CMD...          run CMD as root (directly, or through sudo)
 #   apt_install PACKAGE     install PACKAGE non-interactively without recommends, refreshing

@@ -11,6 +11,11 @@ if [ -f scripts/chromium.sh ]; then
   bash scripts/chromium.sh install
 fi
 
+# The Kafka listener's tests (tests/kafka) run Debian's kcat (librdkafka).
+if [ -f scripts/kcat.sh ]; then
+  bash scripts/kcat.sh install
+fi
+
 zk_started=""
 if [ -f scripts/zookeeper.sh ] && [ -z "${KLOG_ZK_CONNECT:-}" ]; then
   bash scripts/zookeeper.sh install

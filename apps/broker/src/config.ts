@@ -48,6 +48,10 @@ export interface BrokerConfig {
   readPath: ReadPathSetting;
   /** Port of the Prometheus `/metrics` endpoint on `host` (`metrics.port`); 0 picks a free one, which the broker logs; absent: no endpoint. */
   metricsPort?: number;
+  /** Port of the Kafka listener (`kafka.port`, docs/kafka-protocol.md); 0 picks a free one, which the broker logs; absent: no Kafka listener. */
+  kafkaPort?: number;
+  /** Host given to Kafka clients in Metadata and FindCoordinator answers (`kafka.advertised.host`); default `host`. */
+  kafkaAdvertisedHost?: string;
 }
 
 /** Values of the `read.path` setting. */
@@ -113,6 +117,8 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
   'max.fetch.bytes': 'maxFetchBytes',
   'read.path': 'readPath',
   'metrics.port': 'metricsPort',
+  'kafka.port': 'kafkaPort',
+  'kafka.advertised.host': 'kafkaAdvertisedHost',
 };
 
 /** Smallest value of each numeric setting. */
@@ -131,6 +137,7 @@ const minimums: Record<NumericKey, number> = {
   maxRequestBytes: 16,
   maxFetchBytes: 1,
   metricsPort: 0,
+  kafkaPort: 0,
 };
 
 /**
@@ -142,7 +149,7 @@ export function parseSetting(key: NumericKey, text: string, source: string): num
   if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < minimums[key]) {
     throw new ConfigError(`${source}: expected an integer >= ${minimums[key]}, got ${JSON.stringify(text)}`);
   }
-  if ((key === 'port' || key === 'metricsPort') && value > 65535) throw new ConfigError(`${source}: port ${value} is above 65535`);
+  if ((key === 'port' || key === 'metricsPort' || key === 'kafkaPort') && value > 65535) throw new ConfigError(`${source}: port ${value} is above 65535`);
   return value;
 }
 
@@ -167,7 +174,7 @@ export function readPropertiesFile(path: string): Partial<BrokerConfig> {
     }
     const setting = propertyKeys[key];
     if (setting === undefined) throw new ConfigError(`${path}: unknown setting ${JSON.stringify(key)}`);
-    if (setting === 'host' || setting === 'logDir' || setting === 'zookeeper') out[setting] = value;
+    if (setting === 'host' || setting === 'logDir' || setting === 'zookeeper' || setting === 'kafkaAdvertisedHost') out[setting] = value;
     else if (setting === 'readPath') out.readPath = parseReadPath(value, `${path}: ${key}`);
     else out[setting] = parseSetting(setting, value, `${path}: ${key}`);
   }

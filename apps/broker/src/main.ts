@@ -68,6 +68,8 @@ const program = new Command('klog-broker')
     }
   })
   .option('--metrics-port <port>', 'serve Prometheus metrics on this port, 0 picks a free one (metrics.port, default: no metrics endpoint)', int('metricsPort', '--metrics-port'))
+  .option('--kafka-port <port>', "also speak Kafka's wire protocol on this port, 0 picks a free one (kafka.port, default: none)", int('kafkaPort', '--kafka-port'))
+  .option('--kafka-advertised-host <host>', 'host given to Kafka clients (kafka.advertised.host, default: --host)')
   .addOption(new Option('--log-level <level>', 'lowest level logged').choices(logLevels).default('info'))
   .addOption(new Option('--log-format <format>', 'auto: pretty on a terminal, JSON lines otherwise').choices(logFormats).default('auto'))
   .addHelpText(
@@ -93,7 +95,7 @@ async function main(): Promise<void> {
     ['numPartitions', 'numPartitions'], ['segmentBytes', 'segmentBytes'], ['flushMessages', 'flushMessages'],
     ['flushMs', 'flushIntervalMs'], ['retentionMs', 'retentionMs'], ['retentionBytes', 'retentionBytes'],
     ['retentionCheckIntervalMs', 'retentionCheckIntervalMs'], ['maxMessageBytes', 'maxMessageBytes'], ['maxRequestBytes', 'maxRequestBytes'],
-    ['readPath', 'readPath'], ['metricsPort', 'metricsPort'],
+    ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['kafkaPort', 'kafkaPort'], ['kafkaAdvertisedHost', 'kafkaAdvertisedHost'],
   ];
   for (const [flag, key] of flags) if (o[flag] !== undefined) (settings as Record<string, unknown>)[key] = o[flag];
   if (o.retentionHours !== undefined) settings.retentionMs = Number(o.retentionHours) * 3600 * 1000;

@@ -12,6 +12,7 @@ import { joinCluster, type ClusterMembership } from './cluster.js';
 import { Connection } from './connection.js';
 import type { BrokerContext } from './handlers/index.js';
 import { BrokerMetrics, serveMetrics } from './metrics.js';
+import { startKafkaListener, type KafkaListener } from './kafka/listener.js';
 
 /** A started broker. */
 export interface Broker {
@@ -27,6 +28,8 @@ export interface Broker {
   readonly metricsPort: number | undefined;
   /** The broker's ZooKeeper membership in cluster mode; undefined when standalone. */
   readonly cluster: ClusterMembership | undefined;
+  /** The Kafka listener (docs/kafka-protocol.md), or undefined without `kafka.port`. */
+  readonly kafka: KafkaListener | undefined;
   /** Stops accepting, closes connections, flushes every log and writes the clean-shutdown marker. */
   close(): Promise<void>;
 }
@@ -85,6 +88,18 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       throw err;
     }
   }
+  let kafka: KafkaListener | undefined;
+  if (config.kafkaPort !== undefined) {
+    try {
+      kafka = await startKafkaListener(ctx, config.kafkaPort, config.kafkaAdvertisedHost, cluster?.zk);
+    } catch (err) {
+      server.close();
+      metricsServer?.close();
+      await cluster?.leave();
+      await logs.close();
+      throw err;
+    }
+  }
   logger.info(
     {
       brokerId: config.brokerId,
@@ -98,6 +113,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       crcPath: crcSupport.path,
       ...(crcSupport.reason !== undefined ? { crcAddonUnavailable: crcSupport.reason } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
+      ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}),
     },
     'broker listening',
   );
@@ -106,6 +122,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       abort.abort();
+      await kafka?.close();
       await cluster?.leave();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const c of connections) c.destroy();
@@ -117,8 +134,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       logger.info({ metrics: await metrics.toJSON() }, 'broker stopped');
     })());
 
-  const effective = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}) };
-  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, close };
+  const effective = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}), ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}) };
+  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, close };
 }
 
 /**

@@ -142,16 +142,18 @@ export class LogManager {
   }
 
   /**
-   * Creates `topic` with `numPartitions` partitions if it does not exist.
-   * @returns the topic's partition count
-   * @throws InvalidTopicError; LogClosedError after `close()`; file system errors
+   * Creates `topic` with `partitions` partitions (default `numPartitions`) if it does not exist.
+   * @returns the topic's partition count (an existing topic's own)
+   * @throws InvalidTopicError; RangeError for a partition count that is not a positive integer;
+   *   LogClosedError after `close()`; file system errors
    */
-  createTopic(topic: string): number {
+  createTopic(topic: string, partitions = this.config.numPartitions): number {
     const known = this.#topics.get(topic);
     if (known !== undefined) return known;
     if (this.#closed) throw new LogClosedError('log manager');
     if (!isValidTopicName(topic)) throw new InvalidTopicError(topic);
-    const count = this.config.numPartitions;
+    if (!Number.isSafeInteger(partitions) || partitions < 1) throw new RangeError(`partition count must be a positive integer, got ${partitions}`);
+    const count = partitions;
     for (let p = 0; p < count; p++) this.#openLog(topic, p, false);
     this.#topics.set(topic, count);
     this.#logger.info({ topic, partitions: count }, 'created topic');

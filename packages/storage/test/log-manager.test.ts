@@ -47,6 +47,10 @@ describe('LogManager', () => {
     expect(() => manager.getOrCreateLog('fresh', 3)).toThrow(WrongPartitionError);
     expect(manager.partitionCount('fresh')).toBeUndefined();
     expect(fs.readdirSync(logDir).sort()).toEqual(['.lock', 'clicks-0', 'clicks-1', 'clicks-2', 'unheard-0', 'unheard-1', 'unheard-2']);
+    expect(manager.createTopic('five', 5)).toBe(5);
+    expect(manager.createTopic('five', 2)).toBe(5);
+    expect(() => manager.createTopic('none', 0)).toThrow(RangeError);
+    expect(manager.partitionCount('none')).toBeUndefined();
     await manager.close();
   });
 

@@ -16,4 +16,5 @@ export * from './consumer-registry.js';
 export * from './ownership.js';
 export * from './offsets.js';
 export * from './audit-ranges.js';
+export * from './kafka-listeners.js';
 export * from './replica-assignment.js';

@@ -6,6 +6,7 @@
  * |-------------------------------------------------------------|------------|----------------------------|
  * | /brokers/ids/<brokerId>                                     | ephemeral  | `<creatorId>:<host>:<port>` |
  * | /brokers/topics/<topic>/<brokerId>                          | ephemeral  | partition count, decimal    |
+ * | /brokers/kafka/<brokerId>                                   | ephemeral  | `<host>:<port>` of its Kafka listener |
  * | /consumers/<group>/ids/<consumerId>                         | ephemeral  | JSON `{"<topic>": streams}` |
  * | /consumers/<group>/owners/<topic>/<brokerId>-<partition>    | ephemeral  | owning consumer thread id   |
  * | /consumers/<group>/offsets/<topic>/<brokerId>-<partition>   | persistent | next offset to read, decimal |
@@ -121,6 +122,16 @@ export function brokerTopicsPath(): string {
 /** `/brokers/topics/<topic>`: one ephemeral child per live broker holding the topic. */
 export function brokerTopicPath(topic: string): string {
   return `${brokerTopicsPath()}/${checkTopic(topic)}`;
+}
+
+/** `/brokers/kafka`: one ephemeral child per live broker with a Kafka listener (docs/kafka-protocol.md). */
+export function kafkaListenersPath(): string {
+  return '/brokers/kafka';
+}
+
+/** `/brokers/kafka/<brokerId>`: ephemeral, `<host>:<port>` of that broker's Kafka listener. */
+export function kafkaListenerPath(brokerId: number): string {
+  return `${kafkaListenersPath()}/${checkBrokerId(brokerId)}`;
 }
 
 /** `/brokers/topics/<topic>/<brokerId>`: ephemeral, the topic's partition count on that broker. */

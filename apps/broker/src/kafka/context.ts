@@ -1,0 +1,14 @@
+/** What every Kafka request handler works with. */
+import type { BrokerContext } from '../handlers/index.js';
+import type { PartitionEnds } from './ends.js';
+import type { GroupCoordinator } from './groups/coordinator.js';
+import type { KafkaTopology } from './topology.js';
+
+/** The Kafka listener's state, shared by its connections. */
+export interface KafkaContext {
+  /** The broker's logs, settings, logger and metrics. */
+  readonly broker: BrokerContext;
+  readonly topology: KafkaTopology;
+  readonly ends: PartitionEnds;
+  readonly groups: GroupCoordinator;
+}

@@ -1,0 +1,138 @@
+/**
+ * The group APIs of the Kafka listener: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+ * LeaveGroup, OffsetCommit, OffsetFetch (docs/kafka-protocol.md, "Consumer groups").
+ */
+import {
+  KafkaErrorCode,
+  decodeFindCoordinatorRequest,
+  decodeHeartbeatRequest,
+  decodeJoinGroupRequest,
+  decodeLeaveGroupRequest,
+  decodeOffsetCommitRequest,
+  decodeOffsetFetchRequest,
+  decodeSyncGroupRequest,
+  encodeErrorCodeResponse,
+  encodeFindCoordinatorResponse,
+  encodeJoinGroupResponse,
+  encodeOffsetCommitResponse,
+  encodeOffsetFetchResponse,
+  encodeSyncGroupResponse,
+  type KafkaReader,
+  type OffsetFetchPartition,
+  type RequestHeader,
+} from '@klog/kafka-protocol';
+import type { BrokerPartition } from '@klog/zk-registry';
+import type { KafkaContext } from '../context.js';
+import { kafkaErrorOf } from '../partitions.js';
+import { maxSessionTimeoutMs, minSessionTimeoutMs } from './coordinator.js';
+
+/** FindCoordinator v0. */
+export async function handleFindCoordinator(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
+  const { groupId } = decodeFindCoordinatorRequest(r);
+  const b = await k.groups.coordinatorOf(groupId);
+  return encodeFindCoordinatorResponse(h.correlationId, { errorCode: KafkaErrorCode.None, nodeId: b.nodeId, host: b.host, port: b.port });
+}
+
+/** JoinGroup v0: answered when the rebalance completes. */
+export async function handleJoinGroup(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
+  const req = decodeJoinGroupRequest(r);
+  const timeoutOk = req.sessionTimeoutMs >= minSessionTimeoutMs && req.sessionTimeoutMs <= maxSessionTimeoutMs;
+  const g = await k.groups.group(req.groupId, timeoutOk);
+  const fail = (errorCode: number): Buffer =>
+    encodeJoinGroupResponse(h.correlationId, { errorCode, generationId: -1, protocolName: '', leader: '', memberId: req.memberId, members: [] });
+  if (typeof g === 'number') return fail(g);
+  if (!timeoutOk) return fail(KafkaErrorCode.InvalidSessionTimeout);
+  const answer = await g.join({ ...req, clientId: h.clientId ?? '' });
+  if (answer.errorCode === KafkaErrorCode.InconsistentGroupProtocol) {
+    k.broker.logger.warn({ group: req.groupId, protocolType: req.protocolType, protocols: req.protocols.map((p) => p.name) }, 'Kafka JoinGroup refused: no protocol (assignor) in common with the group');
+  }
+  return encodeJoinGroupResponse(h.correlationId, answer);
+}
+
+/** SyncGroup v0. */
+export async function handleSyncGroup(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
+  const req = decodeSyncGroupRequest(r);
+  const g = await k.groups.group(req.groupId);
+  if (typeof g === 'number') return encodeSyncGroupResponse(h.correlationId, g, Buffer.alloc(0));
+  const { errorCode, assignment } = await g.sync(req.memberId, req.generationId, req.assignments);
+  return encodeSyncGroupResponse(h.correlationId, errorCode, assignment);
+}
+
+/** Heartbeat v0. */
+export async function handleHeartbeat(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
+  const req = decodeHeartbeatRequest(r);
+  const g = await k.groups.group(req.groupId);
+  return encodeErrorCodeResponse(h.correlationId, typeof g === 'number' ? g : g.heartbeat(req.memberId, req.generationId));
+}
+
+/** LeaveGroup v0. */
+export async function handleLeaveGroup(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
+  const req = decodeLeaveGroupRequest(r);
+  const g = await k.groups.group(req.groupId);
+  return encodeErrorCodeResponse(h.correlationId, typeof g === 'number' ? g : g.leave(req.memberId));
+}
+
+/** OffsetCommit v2: stored per (broker, partition) of each Kafka partition, fenced by generation. */
+export async function handleOffsetCommit(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
+  const req = decodeOffsetCommitRequest(r);
+  const g = await k.groups.group(req.groupId);
+  const fenced = typeof g === 'number' ? g : k.groups.mayCommit(g, req.memberId, req.generationId);
+  const topics = [];
+  for (const t of req.topics) {
+    const partitions = [];
+    for (const p of t.partitions) {
+      let errorCode: number = fenced;
+      if (errorCode === KafkaErrorCode.None) {
+        try {
+          const bp = (await k.topology.partitions(t.name))[p.partition];
+          if (bp === undefined) errorCode = KafkaErrorCode.UnknownTopicOrPartition;
+          else if (p.offset < 0) errorCode = KafkaErrorCode.InvalidCommitOffsetSize;
+          else await k.groups.offsets.commit(req.groupId, t.name, bp, boundaryOf(k, t.name, bp, p.offset));
+        } catch (err) {
+          k.broker.logger.warn({ group: req.groupId, topic: t.name, partition: p.partition, err: (err as Error).message }, 'Kafka offset commit failed');
+          errorCode = kafkaErrorOf(err);
+        }
+      }
+      partitions.push({ partition: p.partition, errorCode });
+    }
+    topics.push({ name: t.name, partitions });
+  }
+  return encodeOffsetCommitResponse(h.correlationId, topics);
+}
+
+/**
+ * The offset stored for a commit of `offset`: a Kafka client commits "last offset + 1", inside
+ * the last message it read; where this broker holds the partition, the first message at or after
+ * it is stored instead, so klog's own consumers can resume from it too and lag reads 0 at the end.
+ */
+function boundaryOf(k: KafkaContext, topic: string, bp: BrokerPartition, offset: number): number {
+  if (bp.brokerId !== k.topology.self.nodeId) return offset;
+  const log = k.broker.logs.getLog(topic, bp.partition);
+  if (log === undefined || offset < log.earliestOffset || offset > log.visibleEnd) return offset;
+  return k.ends.firstMessageAtOrAfter(log, offset);
+}
+
+/** OffsetFetch v1: -1 for a partition without a committed offset. */
+export async function handleOffsetFetch(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
+  const req = decodeOffsetFetchRequest(r);
+  const g = await k.groups.group(req.groupId);
+  const topics = [];
+  for (const t of req.topics) {
+    const partitions: OffsetFetchPartition[] = [];
+    for (const partition of t.partitions) {
+      if (typeof g === 'number') {
+        partitions.push({ partition, offset: -1, errorCode: g });
+        continue;
+      }
+      try {
+        const bp = (await k.topology.partitions(t.name))[partition];
+        const offset = bp === undefined ? undefined : await k.groups.offsets.read(req.groupId, t.name, bp);
+        partitions.push({ partition, offset: offset ?? -1, errorCode: KafkaErrorCode.None });
+      } catch (err) {
+        partitions.push({ partition, offset: -1, errorCode: kafkaErrorOf(err) });
+      }
+    }
+    topics.push({ name: t.name, partitions });
+  }
+  return encodeOffsetFetchResponse(h.correlationId, topics);
+}

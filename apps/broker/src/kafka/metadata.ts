@@ -1,0 +1,80 @@
+/**
+ * Metadata and CreateTopics (docs/kafka-protocol.md, "Partitions"). Metadata lists the brokers
+ * with a Kafka listener and each topic's Kafka partitions with their leader (the broker that
+ * holds it; replicas and ISR are that broker alone). A topic nobody has is created on this
+ * broker with `num.partitions` partitions when the request allows it (v1-3 always, v4 when
+ * allow_auto_topic_creation is set), as a klog produce creates one. CreateTopics creates a topic
+ * on this broker with the partition count asked for; klog's topics have one replica.
+ */
+import {
+  KafkaErrorCode,
+  decodeCreateTopicsRequest,
+  decodeMetadataRequest,
+  encodeCreateTopicsResponse,
+  encodeMetadataResponse,
+  type KafkaReader,
+  type MetadataTopic,
+  type RequestHeader,
+} from '@klog/kafka-protocol';
+import type { KafkaContext } from './context.js';
+import { kafkaErrorOf } from './partitions.js';
+
+/** Most partitions CreateTopics makes for one topic (each is a directory and an open segment file). */
+export const maxCreatePartitions = 1000;
+
+/** The cluster id Metadata v2+ reports. */
+export const kafkaClusterId = 'klog';
+
+/** Handles a Metadata request. */
+export async function handleKafkaMetadata(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
+  const req = decodeMetadataRequest(r, h.apiVersion);
+  const names = req.topics ?? (await k.topology.topics());
+  const topics: MetadataTopic[] = [];
+  for (const name of names) topics.push(await describeTopic(k, name, req.topics !== null && req.allowAutoTopicCreation));
+  const brokers = await k.topology.brokers();
+  return encodeMetadataResponse(h.correlationId, h.apiVersion, {
+    brokers,
+    clusterId: kafkaClusterId,
+    controllerId: brokers[0]?.nodeId ?? k.topology.self.nodeId,
+    topics,
+  });
+}
+
+async function describeTopic(k: KafkaContext, name: string, create: boolean): Promise<MetadataTopic> {
+  try {
+    let parts = await k.topology.partitions(name);
+    if (parts.length === 0 && create) {
+      k.broker.logs.createTopic(name);
+      parts = await k.topology.partitions(name);
+    }
+    if (parts.length === 0) return { errorCode: KafkaErrorCode.UnknownTopicOrPartition, name, partitions: [] };
+    return {
+      errorCode: KafkaErrorCode.None,
+      name,
+      partitions: parts.map((bp, i) => ({ errorCode: KafkaErrorCode.None, partition: i, leader: bp.brokerId, replicas: [bp.brokerId], isr: [bp.brokerId] })),
+    };
+  } catch (err) {
+    return { errorCode: kafkaErrorOf(err), name, partitions: [] };
+  }
+}
+
+/** Handles a CreateTopics request. */
+export async function handleKafkaCreateTopics(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
+  const req = decodeCreateTopicsRequest(r);
+  const out: { name: string; errorCode: number }[] = [];
+  for (const t of req.topics) out.push({ name: t.name, errorCode: await createTopic(k, t) });
+  return encodeCreateTopicsResponse(h.correlationId, out);
+}
+
+async function createTopic(k: KafkaContext, t: { name: string; numPartitions: number; replicationFactor: number; assignments: number }): Promise<number> {
+  if (t.assignments > 0) return KafkaErrorCode.InvalidReplicaAssignment;
+  if (t.replicationFactor !== 1 && t.replicationFactor !== -1) return KafkaErrorCode.InvalidReplicationFactor;
+  if (t.numPartitions === 0 || t.numPartitions < -1 || t.numPartitions > maxCreatePartitions) return KafkaErrorCode.InvalidPartitions;
+  try {
+    if ((await k.topology.partitions(t.name)).length > 0) return KafkaErrorCode.TopicAlreadyExists;
+    k.broker.logs.createTopic(t.name, t.numPartitions === -1 ? k.broker.config.numPartitions : t.numPartitions);
+    return KafkaErrorCode.None;
+  } catch (err) {
+    return kafkaErrorOf(err);
+  }
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The Kafka listener beside klog's own protocol, in one run on one broker (not a test):
+# `klog perf produce` / `klog perf consume` of MESSAGES messages of 200 bytes (batches of 50),
+# `kcat -P` of a file of MESSAGES lines of 200 bytes (199 + newline; acks 1, and librdkafka's
+# default acks -1) and `kcat -C -e` of them, and kafkajs (bench/kafka-kafkajs.mjs, MESSAGES / 5).
+# Prints one JSON line per run, after one line that says where and when it ran.
+# Run `npm run setup` first; needs Debian's kcat (`bash scripts/kcat.sh install`).
+#
+#   bash bench/kafka.sh [MESSAGES]        (default 1000000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${1:-1000000}"
+BIN=node_modules/.bin
+WORK=$(mktemp -d -t klog-kafka-bench-XXXXXX)
+trap 'kill $BROKER 2>/dev/null || true; wait $BROKER 2>/dev/null || true; rm -rf "$WORK"' EXIT
+"$BIN/klog-broker" --port 0 --kafka-port 0 --log-dir "$WORK/logs" > "$WORK/broker.log" &
+BROKER=$!
+for _ in $(seq 100); do
+  PORTS=$(node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").split("\n")) { try { const e = JSON.parse(l); if (e.msg === "broker listening") { console.log(e.port, e.kafkaPort); break; } } catch {} }' "$WORK/broker.log")
+  [ -n "$PORTS" ] && break
+  sleep 0.1
+done
+read -r PORT KPORT <<< "$PORTS"
+B="127.0.0.1:$PORT"
+K="127.0.0.1:$KPORT"
+node -e 'const os=require("os");console.log(JSON.stringify({date:new Date().toISOString(),node:process.version,kernel:os.release(),cpus:os.cpus().length,cpuModel:os.cpus()[0].model,memoryGiB:Math.round(os.totalmem()/2**30),loadAverage:os.loadavg().map((l)=>+l.toFixed(2)),kcat:require("child_process").execSync("kcat -V").toString().split("\n")[0]}))'
+node -e 'const l="x".repeat(199)+"\n";const fs=require("fs");const fd=fs.openSync(process.argv[1],"w");const chunk=l.repeat(10000);for(let i=0;i<+process.argv[2]/10000;i++)fs.writeSync(fd,chunk);fs.closeSync(fd)' "$WORK/lines.txt" "$N"
+
+# Seconds a command takes, as a JSON line with its rate.
+timed() {
+  local client=$1 op=$2 messages=$3; shift 3
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@"
+  t1=$(date +%s.%N)
+  node -e 'const [c,o,m,a,b]=process.argv.slice(1);const s=b-a;console.log(JSON.stringify({client:c,op:o,messages:+m,seconds:+s.toFixed(3),messagesPerSecond:Math.round(m/s),mbPerSecond:+(m*200/s/1e6).toFixed(2)}))' "$client" "$op" "$messages" "$t0" "$t1"
+}
+
+"$BIN/klog" perf produce --broker-list "$B" --topic native --messages "$N" --size 200 --batch-size 50 --json
+timed kcat 'produce acks 1' "$N" kcat -b "$K" -P -t kcat-acks1 -X acks=1 -l "$WORK/lines.txt"
+timed kcat 'produce acks -1' "$N" kcat -b "$K" -P -t kcat-acksall -l "$WORK/lines.txt"
+"$BIN/klog" perf consume --broker "$B" --topic native --messages "$N" --json
+timed kcat 'consume' "$N" sh -c "kcat -b '$K' -C -e -q -o beginning -t kcat-acks1 > '$WORK/out.txt'"
+cmp -s "$WORK/lines.txt" "$WORK/out.txt" && echo '{"kcat consume":"byte-identical to the file produced"}'
+node bench/kafka-kafkajs.mjs "$K" $((N / 5))

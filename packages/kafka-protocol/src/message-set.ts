@@ -1,0 +1,231 @@
+/**
+ * Kafka's message sets of magic 0 and 1 (Kafka 0.10; record batches of magic 2 are not
+ * supported):
+ *
+ * ```
+ * MessageSet => (offset int64 | message_size int32 | Message)*   no count: the enclosing bytes field gives the size
+ * Message v0 => crc uint32 | magic int8 (0) | attributes int8 | key nullable_bytes | value nullable_bytes
+ * Message v1 => crc uint32 | magic int8 (1) | attributes int8 | timestamp int64 | key nullable_bytes | value nullable_bytes
+ *   crc         CRC-32 (IEEE) of every byte after it (magic to the end of value)
+ *   attributes  bits 0-2 codec: 0 none, 1 gzip (2 snappy, 3 lz4: refused); bit 3 timestamp type
+ *   timestamp   ms since the epoch, -1 for none
+ * A compressed message (wrapper) has a null key and, as value, the compressed bytes of an inner
+ * MessageSet of uncompressed messages. In magic 1 the inner offsets are relative (0..n-1) and the
+ * wrapper carries the offset of the last inner message; in magic 0 they are absolute.
+ * ```
+ */
+import { crc32Range, decompressWrapper } from '@klog/protocol';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+import { KafkaErrorCode, KafkaProtocolError } from './errors.js';
+
+const gzipAsync = promisify(gzip);
+
+/** Bytes before a message's crc: offset and message_size. */
+export const logOverheadBytes = 12;
+/** Mask of the codec bits in `attributes`. */
+export const kafkaCodecMask = 0x07;
+/** Kafka's codec numbers. */
+export const KafkaCodec = { None: 0, Gzip: 1, Snappy: 2, Lz4: 3 } as const;
+
+/** One decoded (uncompressed) Kafka message; key and value are views of the bytes decoded. */
+export interface KafkaMessage {
+  /** The offset as written (for a produced set, whatever the producer put: the broker assigns its own). */
+  readonly offset: number;
+  readonly magic: 0 | 1;
+  /** ms since the epoch; undefined for magic 0 or a timestamp of -1. */
+  readonly timestamp: number | undefined;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+}
+
+/** Bytes one message takes in a set, offset and size fields included. */
+export function kafkaMessageSize(magic: 0 | 1, keyBytes: number, valueBytes: number): number {
+  return logOverheadBytes + 4 + 1 + 1 + (magic === 1 ? 8 : 0) + 4 + keyBytes + 4 + valueBytes;
+}
+
+/**
+ * Writes one message at `pos` of `buf` (room for {@link kafkaMessageSize} bytes must be there)
+ * and its CRC.
+ * @param timestamp ms since the epoch, or undefined for -1 (ignored for magic 0)
+ * @returns the position after it
+ */
+export function writeKafkaMessage(
+  buf: Buffer,
+  pos: number,
+  offset: number,
+  magic: 0 | 1,
+  attributes: number,
+  timestamp: number | undefined,
+  key: Uint8Array | null,
+  value: Uint8Array | null,
+): number {
+  const start = pos;
+  pos = writeInt64(buf, pos, offset);
+  pos += 4; // message_size, below
+  const crcAt = pos;
+  pos += 4;
+  pos = buf.writeInt8(magic, pos);
+  pos = buf.writeInt8(attributes, pos);
+  if (magic === 1) pos = writeInt64(buf, pos, timestamp ?? -1);
+  pos = writeNullableBytes(buf, pos, key);
+  pos = writeNullableBytes(buf, pos, value);
+  buf.writeInt32BE(pos - crcAt, start + 8);
+  buf.writeUInt32BE(crc32Range(buf, crcAt + 4, pos), crcAt);
+  return pos;
+}
+
+/** A safe integer as int64 without a BigInt (two int32 halves). */
+function writeInt64(buf: Buffer, pos: number, v: number): number {
+  const high = Math.floor(v / 0x1_0000_0000);
+  buf.writeInt32BE(high, pos);
+  buf.writeUInt32BE(v - high * 0x1_0000_0000, pos + 4);
+  return pos + 8;
+}
+
+function writeNullableBytes(buf: Buffer, pos: number, b: Uint8Array | null): number {
+  if (b === null) return buf.writeInt32BE(-1, pos);
+  pos = buf.writeInt32BE(b.length, pos);
+  buf.set(b, pos);
+  return pos + b.length;
+}
+
+/** What a message set to encode holds: messages without offsets, numbered from `baseOffset`. */
+export interface KafkaMessageInput {
+  readonly timestamp?: number | undefined;
+  readonly key: Uint8Array | null;
+  readonly value: Uint8Array | null;
+}
+
+/** Encodes uncompressed messages as a message set with offsets `baseOffset`, `baseOffset + 1`, ... */
+export function encodeKafkaMessageSet(messages: readonly KafkaMessageInput[], magic: 0 | 1, baseOffset = 0): Buffer {
+  let size = 0;
+  for (const m of messages) size += kafkaMessageSize(magic, m.key?.length ?? 0, m.value?.length ?? 0);
+  const buf = Buffer.allocUnsafe(size);
+  let pos = 0;
+  messages.forEach((m, i) => (pos = writeKafkaMessage(buf, pos, baseOffset + i, magic, 0, m.timestamp, m.key, m.value)));
+  return buf;
+}
+
+/**
+ * Encodes messages as one gzip wrapper (a message set of one message), as a Kafka producer of
+ * magic 0 or 1 does: inner offsets 0..n-1, the wrapper at `offset`.
+ */
+export async function gzipKafkaMessageSet(messages: readonly KafkaMessageInput[], magic: 0 | 1, offset = messages.length - 1): Promise<Buffer> {
+  const inner = encodeKafkaMessageSet(messages, magic);
+  const value = await gzipAsync(inner);
+  const timestamp = magic === 1 ? Math.max(-1, ...messages.map((m) => m.timestamp ?? -1)) : undefined;
+  const buf = Buffer.allocUnsafe(kafkaMessageSize(magic, 0, value.length));
+  writeKafkaMessage(buf, 0, offset, magic, KafkaCodec.Gzip, timestamp === -1 ? undefined : timestamp, null, value);
+  return buf;
+}
+
+/** How {@link decodeKafkaMessageSet} reads a set. */
+export interface DecodeMessageSetOptions {
+  /** Most bytes the inner set of one compressed message may have once decompressed. */
+  readonly maxInnerBytes: number;
+  /**
+   * True for a fetched set, which may end in a partial message (dropped); false (default) for a
+   * produced set, where a partial message is corrupt.
+   */
+  readonly allowPartialTail?: boolean;
+}
+
+/**
+ * Decodes a message set of magic 0 or 1, decompressing gzip wrappers (inner offsets made
+ * absolute). Every CRC is checked.
+ * @returns the messages, in order
+ * @throws KafkaProtocolError: CorruptMessage for a bad length, magic, CRC, a partial message
+ *   (unless allowed), a codec other than gzip, gzip that does not inflate or an inner set over
+ *   `maxInnerBytes` (RecordListTooLarge)
+ */
+export async function decodeKafkaMessageSet(buf: Buffer, options: DecodeMessageSetOptions): Promise<KafkaMessage[]> {
+  const out: KafkaMessage[] = [];
+  await walkSet(buf, options, out, false);
+  return out;
+}
+
+async function walkSet(buf: Buffer, options: DecodeMessageSetOptions, out: KafkaMessage[], inner: boolean): Promise<void> {
+  let pos = 0;
+  while (pos < buf.length) {
+    if (buf.length - pos < logOverheadBytes) {
+      if (options.allowPartialTail === true && !inner) return;
+      throw corrupt(`partial message head at byte ${pos}`);
+    }
+    const size = buf.readInt32BE(pos + 8);
+    if (size < 14) throw corrupt(`message_size ${size} at byte ${pos}`);
+    const end = pos + logOverheadBytes + size;
+    if (end > buf.length) {
+      if (options.allowPartialTail === true && !inner) return;
+      throw corrupt(`message of ${size} bytes at byte ${pos} runs past the set's ${buf.length}`);
+    }
+    const m = decodeOne(buf, pos, end);
+    if (m.codec === KafkaCodec.None) out.push(m.message);
+    else if (inner) throw corrupt(`inner message at byte ${pos} is itself compressed`);
+    else if (m.codec !== KafkaCodec.Gzip) throw corrupt(`compression codec ${m.codec} is not supported (gzip only)`);
+    else await inflate(m.message, options, out);
+    pos = end;
+  }
+}
+
+async function inflate(wrapper: KafkaMessage, options: DecodeMessageSetOptions, out: KafkaMessage[]): Promise<void> {
+  if (wrapper.value === null) throw corrupt('compressed message without a value');
+  let innerSet: Buffer | undefined;
+  try {
+    innerSet = await decompressWrapper({ attributes: 1, payload: wrapper.value }, options.maxInnerBytes);
+  } catch (err) {
+    throw corrupt((err as Error).message);
+  }
+  if (innerSet === undefined) {
+    throw new KafkaProtocolError(KafkaErrorCode.RecordListTooLarge, `compressed message set inflates past ${options.maxInnerBytes} bytes`);
+  }
+  const first = out.length;
+  await walkSet(innerSet, options, out, true);
+  const count = out.length - first;
+  // magic 1: relative inner offsets, the wrapper holding the last one's absolute offset.
+  const base = wrapper.magic === 1 ? wrapper.offset - (count > 0 ? out[out.length - 1]!.offset : 0) : 0;
+  if (wrapper.magic === 1) for (let i = first; i < out.length; i++) out[i] = { ...out[i]!, offset: base + out[i]!.offset };
+}
+
+function decodeOne(buf: Buffer, pos: number, end: number): { message: KafkaMessage; codec: number } {
+  const crc = buf.readUInt32BE(pos + logOverheadBytes);
+  const body = pos + logOverheadBytes + 4;
+  if (crc32Range(buf, body, end) !== crc) throw corrupt(`CRC mismatch in the message at byte ${pos}`);
+  const magic = buf.readInt8(body);
+  if (magic !== 0 && magic !== 1) throw corrupt(`magic byte ${magic} at byte ${pos} (0 and 1 are supported)`);
+  const attributes = buf.readInt8(body + 1);
+  let p = body + 2;
+  let timestamp: number | undefined;
+  if (magic === 1) {
+    if (end - p < 8) throw corrupt(`message at byte ${pos} too short for its timestamp`);
+    const t = readInt64(buf, p);
+    p += 8;
+    if (t !== undefined && t >= 0) timestamp = t;
+    else if (t !== -1) throw corrupt(`timestamp ${buf.readBigInt64BE(p - 8)} at byte ${pos}`);
+  }
+  const key = readNullable(buf, p, end, pos);
+  p = key.next;
+  const value = readNullable(buf, p, end, pos);
+  if (value.next !== end) throw corrupt(`message at byte ${pos}: ${end - value.next} bytes after the value`);
+  const offset = readInt64(buf, pos) ?? 0;
+  return { message: { offset, magic, timestamp, key: key.bytes, value: value.bytes }, codec: attributes & kafkaCodecMask };
+}
+
+/** An int64 as a number without a BigInt; undefined outside ±2^53. */
+function readInt64(buf: Buffer, pos: number): number | undefined {
+  const high = buf.readInt32BE(pos);
+  if (high > 0x1fffff || high < -0x200000) return undefined;
+  return high * 0x1_0000_0000 + buf.readUInt32BE(pos + 4);
+}
+
+function readNullable(buf: Buffer, p: number, end: number, at: number): { bytes: Buffer | null; next: number } {
+  if (end - p < 4) throw corrupt(`message at byte ${at} cut inside a length`);
+  const n = buf.readInt32BE(p);
+  if (n === -1) return { bytes: null, next: p + 4 };
+  if (n < 0 || n > end - p - 4) throw corrupt(`message at byte ${at}: length ${n} with ${end - p - 4} bytes left`);
+  return { bytes: buf.subarray(p + 4, p + 4 + n), next: p + 4 + n };
+}
+
+function corrupt(why: string): KafkaProtocolError {
+  return new KafkaProtocolError(KafkaErrorCode.CorruptMessage, `corrupt message set: ${why}`);
+}
