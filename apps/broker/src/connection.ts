@@ -19,7 +19,7 @@
  * `connections.max.idle.ms` is closed by the server ({@link Connection.idleSinceMs}).
  */
 import type { Socket } from 'node:net';
-import { ErrorCode, ProtocolError, bufferView, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
+import { ErrorCode, ProtocolError, RequestDecoder, bufferView, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
 import { inlineRegionMaxBytes, sendRegion, type FileRegion } from '@klog/storage';
 import { handleFireAndForget, handleRequest, ProduceRun, type BrokerContext, type ResponsePart } from './handlers/index.js';
 import type { RequestMemory } from './request-memory.js';
@@ -68,6 +68,8 @@ export class Connection {
   private readonly run: ProduceRun;
   /** Set while a `setImmediate` that appends `run` is pending. */
   private runFlush: NodeJS.Immediate | undefined;
+  /** Decodes this connection's requests, keeping the topic name it last read. */
+  private readonly decoder = new RequestDecoder();
 
   constructor(
     broker: BrokerContext,
@@ -268,7 +270,7 @@ export class Connection {
           return;
         }
         if (frame === undefined) break;
-        const fireAndForget = handleFireAndForget(this.ctx, frame, run);
+        const fireAndForget = handleFireAndForget(this.ctx, this.decoder, frame, run);
         if (fireAndForget !== false) {
           if (fireAndForget !== true) await fireAndForget;
           this.requestDone();
@@ -313,7 +315,7 @@ export class Connection {
 
   private async handle(frame: Buffer): Promise<ResponsePart[] | undefined> {
     try {
-      return await handleRequest(this.ctx, frame);
+      return await handleRequest(this.ctx, this.decoder, frame);
     } catch (err) {
       this.ctx.logger.error({ remote: this.remote, err }, 'request failed');
       return [encodeErrorResponse(ErrorCode.Unknown)];

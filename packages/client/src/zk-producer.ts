@@ -29,7 +29,8 @@
  * producer does not spread an existing topic onto it, since that would move keys.
  */
 import { AckLevel, decodeProduceAckResponse, encodeProduceAckRequest, ErrorCode, validateTopic } from '@klog/protocol';
-import { type BrokerInfo, silentLogger, ZkClient, type ZkLogger } from '@klog/zk-registry';
+import { type Logger, silentLogger } from '@klog/logger';
+import { type BrokerInfo, ZkClient } from '@klog/zk-registry';
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
@@ -68,7 +69,7 @@ export interface ZkProducerOptions extends Omit<ProducerPoolOptions, 'logger'> {
   /** Most ms to wait for a new topic's registrations to appear after asking the brokers to create it. Default 10,000. */
   readonly topicCreateTimeoutMs?: number;
   /** pino-compatible; receives ZooKeeper, broker and produce events. */
-  readonly logger?: ZkLogger;
+  readonly logger?: Logger;
 }
 
 /** A keyed or named partition whose broker is down (see the file comment for why the send fails). */
@@ -109,7 +110,7 @@ interface Route {
 export class ZkProducer {
   private readonly pool: ProducerPool;
   private readonly partitioner: Partitioner;
-  private readonly logger: ZkLogger;
+  private readonly logger: Logger;
   private readonly zookeeper: string;
   private readonly zkSessionTimeoutMs: number | undefined;
   private readonly zkConnectTimeoutMs: number | undefined;

@@ -5,11 +5,13 @@
 import { ErrorCode, maxTopicNameBytes } from '@klog/protocol';
 
 /**
- * A read asked for an offset outside `[earliest, end]` of a partition (SPEC §3 FETCH). `end` is
- * the visible (flushed) end; a read at exactly `end` is not an error, it returns no bytes.
+ * A read of the log asked for an offset outside `[earliest, end]` of a partition (docs/design.md
+ * §3 FETCH). `end` is the visible (flushed) end; a read at exactly `end` is not an error, it
+ * returns no bytes. The broker answers it with OffsetOutOfRange, which a client reports as its
+ * own OffsetOutOfRangeError (@klog/client): two errors, two names.
  */
-export class OffsetOutOfRangeError extends Error {
-  override readonly name = 'OffsetOutOfRangeError';
+export class LogOffsetOutOfRangeError extends Error {
+  override readonly name = 'LogOffsetOutOfRangeError';
   /** Wire error code 1. */
   readonly code = ErrorCode.OffsetOutOfRange;
   constructor(

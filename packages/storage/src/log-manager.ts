@@ -5,7 +5,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
+import { type Logger, silentLogger } from '@klog/logger';
+import { defaultLogConfig, type LogConfig } from './config.js';
 import { InvalidTopicError, isValidTopicName, LogClosedError, TooManyPartitionsError, UnknownTopicError, WrongPartitionError } from './errors.js';
 import { defaultFlushThreads, setFlushThreads } from './flusher.js';
 import { Log, type FlushEvent } from './log.js';
@@ -36,7 +37,7 @@ export interface LogManagerConfig extends LogConfig {
   /** Most partitions the manager creates topics up to, counting those on disk (`max.partitions`); default 10 000. */
   maxPartitions: number;
   /** Where log entries go (pino fits); default: nowhere. */
-  logger?: StorageLogger;
+  logger?: Logger;
 }
 
 /** `LogManagerConfig` defaults, `logDir` aside. */
@@ -81,7 +82,7 @@ export class LogManager {
   #closed = false;
   /** Releases the log dir's lock. */
   #unlock: () => void = () => {};
-  readonly #logger: StorageLogger;
+  readonly #logger: Logger;
 
   private constructor(config: LogManagerConfig) {
     this.config = config;
@@ -311,7 +312,7 @@ export class LogManager {
     }
   }
 
-  #logOptions(topic: string, partition: number): { dir: string; topic: string; partition: number; config: LogConfig; logger: StorageLogger } {
+  #logOptions(topic: string, partition: number): { dir: string; topic: string; partition: number; config: LogConfig; logger: Logger } {
     return { dir: path.join(this.config.logDir, `${topic}-${partition}`), topic, partition, config: pickLogConfig(this.config), logger: this.#logger };
   }
 

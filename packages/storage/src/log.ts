@@ -12,8 +12,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { checkLogConfig, defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
-import { asStorageError, LogClosedError, OffsetOutOfRangeError } from './errors.js';
+import { type Logger, silentLogger } from '@klog/logger';
+import { checkLogConfig, defaultLogConfig, type LogConfig } from './config.js';
+import { asStorageError, LogClosedError, LogOffsetOutOfRangeError } from './errors.js';
 import { FileRegion } from './file-region.js';
 import { flushTurns } from './flusher.js';
 import { recoverSegment } from './recovery.js';
@@ -28,7 +29,7 @@ export interface LogOptions {
   readonly partition: number;
   /** Settings; missing ones come from {@link defaultLogConfig}. */
   readonly config?: Partial<LogConfig>;
-  readonly logger?: StorageLogger;
+  readonly logger?: Logger;
   /** Scan the last segment and cut it at the first bad message (after an unclean shutdown). Default false. */
   readonly recover?: boolean;
 }
@@ -86,7 +87,7 @@ export class Log {
   readonly #flushDoneListeners = new Set<(event: FlushEvent) => void>();
   /** Set by `close()`: no more appends or reads. */
   #closed = false;
-  readonly #logger: StorageLogger;
+  readonly #logger: Logger;
 
   private constructor(
     readonly topic: string,
@@ -94,7 +95,7 @@ export class Log {
     readonly dir: string,
     segments: Segment[],
     config: LogConfig,
-    logger: StorageLogger,
+    logger: Logger,
   ) {
     this.config = config;
     this.#segments = new SegmentList(segments);
@@ -269,7 +270,7 @@ export class Log {
    * message; `offset` is not checked to be a message boundary. `offset === visibleEnd` gives
    * an empty buffer (SPEC §3 FETCH).
    * @param maxBytes limit in bytes; 0 gives an empty buffer
-   * @throws OffsetOutOfRangeError when `offset` is outside `[earliestOffset, visibleEnd]`;
+   * @throws LogOffsetOutOfRangeError when `offset` is outside `[earliestOffset, visibleEnd]`;
    *   RangeError for a negative or non-integer `maxBytes`; LogClosedError after `close()`
    */
   read(offset: number, maxBytes: number): Buffer {
@@ -288,7 +289,7 @@ export class Log {
     const end = this.#visibleEnd;
     const earliest = view[0]!.start;
     if (!Number.isSafeInteger(offset) || offset < earliest || offset > end) {
-      throw new OffsetOutOfRangeError(this.topic, this.partition, offset, earliest, end);
+      throw new LogOffsetOutOfRangeError(this.topic, this.partition, offset, earliest, end);
     }
     if (offset === end || maxBytes === 0) return undefined;
     const segment = view[findSegmentIndex(view, offset)]!;

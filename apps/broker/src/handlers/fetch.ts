@@ -18,7 +18,7 @@ import {
   type ErrorCodeValue,
   type FetchRequest,
 } from '@klog/protocol';
-import { FileRegion, OffsetOutOfRangeError, type Log } from '@klog/storage';
+import { FileRegion, LogOffsetOutOfRangeError, type Log } from '@klog/storage';
 import type { BrokerContext, ResponsePart } from './context.js';
 import { errorCodeOf } from './produce.js';
 
@@ -57,7 +57,7 @@ export function readFetch(ctx: BrokerContext, f: FetchRequest): FetchAnswer {
     return { errorCode: ErrorCode.None, region };
   } catch (err) {
     region?.release();
-    if (err instanceof OffsetOutOfRangeError) return { errorCode: ErrorCode.OffsetOutOfRange, earliest: err.earliest, end: err.end };
+    if (err instanceof LogOffsetOutOfRangeError) return { errorCode: ErrorCode.OffsetOutOfRange, earliest: err.earliest, end: err.end };
     ctx.logger.error({ topic: f.topic, partition: f.partition, offset: f.offset, err }, 'fetch failed');
     return { errorCode: errorCodeOf(err) };
   }

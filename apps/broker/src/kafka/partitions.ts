@@ -1,7 +1,7 @@
 /** From a Kafka (topic, partition) to this broker's log of it, and klog's errors as Kafka's. */
 import { ErrorCode } from '@klog/protocol';
 import { KafkaErrorCode, KafkaProtocolError, type KafkaErrorCodeValue } from '@klog/kafka-protocol';
-import { InvalidTopicError, OffsetOutOfRangeError, WrongPartitionError, type Log } from '@klog/storage';
+import { InvalidTopicError, LogOffsetOutOfRangeError, WrongPartitionError, type Log } from '@klog/storage';
 import type { KafkaContext } from './context.js';
 
 /** A partition's log, or the Kafka error that says why there is none here. */
@@ -35,7 +35,7 @@ export function kafkaErrorOf(err: unknown): KafkaErrorCodeValue {
   if (err instanceof KafkaProtocolError) return err.code;
   if (err instanceof InvalidTopicError) return KafkaErrorCode.InvalidTopicException;
   if (err instanceof WrongPartitionError) return KafkaErrorCode.UnknownTopicOrPartition;
-  if (err instanceof OffsetOutOfRangeError) return KafkaErrorCode.OffsetOutOfRange;
+  if (err instanceof LogOffsetOutOfRangeError) return KafkaErrorCode.OffsetOutOfRange;
   const code = (err as { code?: unknown } | undefined)?.code;
   if (code === ErrorCode.MessageSizeTooLarge) return KafkaErrorCode.MessageTooLarge;
   if (code === ErrorCode.InvalidMessage) return KafkaErrorCode.CorruptMessage;
