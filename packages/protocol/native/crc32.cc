@@ -161,11 +161,38 @@ napi_value WriteCrcs(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+/** Bytes of a Kafka message (magic 0 or 1) before its crc: offset int64, message_size int32. */
+constexpr size_t kKafkaLogOverhead = 12;
+/** Bytes of the smallest Kafka message_size: crc, magic, attributes, key and value lengths. */
+constexpr uint32_t kKafkaMinSize = 14;
+
+/**
+ * writeKafkaCrcs(bytes, start, end): stores in every message of the Kafka message set
+ * bytes[start, end) (`offset int64 | message_size int32 | crc uint32 | magic..value`, see
+ * packages/kafka-protocol/src/message-set.ts) the CRC-32 of its bytes after the crc field.
+ * Throws RangeError (having written the messages before the fault) when [start, end) is not a
+ * run of whole Kafka messages.
+ */
+napi_value WriteKafkaCrcs(napi_env env, napi_callback_info info) {
+  Range r;
+  if (!GetRange(env, info, &r)) return nullptr;
+  size_t pos = 0;
+  while (pos < r.length) {
+    uint8_t* m = r.begin + pos;
+    uint32_t size = r.length - pos >= kKafkaLogOverhead ? ReadUint32BE(m + 8) : 0;
+    if (size < kKafkaMinSize || size > r.length - pos - kKafkaLogOverhead) return NotWhole(env, r, pos);
+    WriteUint32BE(m + kKafkaLogOverhead, Crc(m + kKafkaLogOverhead + 4, size - 4));
+    pos += kKafkaLogOverhead + static_cast<size_t>(size);
+  }
+  return nullptr;
+}
+
 napi_value Init(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
       {"crc32", nullptr, Crc32, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"firstBadCrc", nullptr, FirstBadCrc, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"writeCrcs", nullptr, WriteCrcs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"writeKafkaCrcs", nullptr, WriteKafkaCrcs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;

@@ -53,6 +53,13 @@ export interface CrcAddon {
    * @throws RangeError when the range is not a run of whole messages (messages before the fault are written)
    */
   writeCrcs(bytes: Uint8Array, start: number, end: number): void;
+  /**
+   * Stores in each message of the Kafka message set `bytes[start, end)` (magic 0 or 1:
+   * `offset int64 | message_size int32 | crc uint32 | magic..value`) the CRC of its bytes after
+   * the crc field; used by @klog/kafka-protocol to frame a fetched set with one call.
+   * @throws RangeError when the range is not a run of whole Kafka messages (messages before the fault are written)
+   */
+  writeKafkaCrcs(bytes: Uint8Array, start: number, end: number): void;
 }
 
 /** How CRCs are computed: by the CRC addon (`native`) or in JavaScript (`js`), and why not natively. */
