@@ -22,7 +22,7 @@ import {
   type MessageEntry,
 } from '@klog/protocol';
 import { KafkaErrorCode, KafkaProtocolError } from './errors.js';
-import { writeKafkaCrcs, writeKafkaMessageOf, type KafkaMessage } from './message-set.js';
+import { KafkaCopies, writeKafkaCrcs, writeKafkaMessageOf, type KafkaMessage } from './message-set.js';
 
 /**
  * The klog message set of Kafka messages: key and timestamp (when present) in each message's
@@ -141,6 +141,7 @@ async function innerSetOf(set: Buffer, pos: number, size: number, attributes: nu
 /** Writes the messages of `runs` into `out`, then their CRCs; a bad metadata header ends the set before its message (or its wrapper). */
 function frameRuns(runs: readonly Run[], out: Buffer, magic: 0 | 1, baseOffset: number): KafkaFraming & { damage?: string } {
   const span = newMessageHeaderSpan();
+  const copies = new KafkaCopies();
   let at = 0;
   let count = 0;
   let lastOffset: number | undefined;
@@ -165,14 +166,16 @@ function frameRuns(runs: readonly Run[], out: Buffer, magic: 0 | 1, baseOffset: 
           lastOffset = baseOffset + previous;
           nextOffset = baseOffset + pos;
         }
+        copies.flush(b, out);
         break runs;
       }
       const offset = run.offset >= 0 ? run.offset : baseOffset + pos;
-      at = writeKafkaMessageOf(out, at, offset, magic, span.hasTimestamp ? span.timestamp : -1, b, span.keyStart, span.keyEnd, span.valueStart, end);
+      at = writeKafkaMessageOf(out, at, offset, magic, span.hasTimestamp ? span.timestamp : -1, copies, span.keyStart, span.keyEnd, span.valueStart, end);
       count++;
       previous = pos;
       pos = end;
     }
+    copies.flush(b, out);
     lastOffset = run.lastOffset;
     nextOffset = run.nextOffset;
   }

@@ -89,10 +89,43 @@ function writeKafkaMessageWithoutCrc(
 }
 
 /**
+ * Copies of byte ranges from one source buffer into a message set being written, queued and then
+ * done by {@link flush} in one call into klog's addon (`copyRanges`; one `Buffer.copy` each
+ * without it): re-framing a set copies each key and value, and a copy per message from
+ * JavaScript costs a view and a call each.
+ */
+export class KafkaCopies {
+  private plan = new Int32Array(3 * 1024);
+  private count = 0;
+
+  /** Queues a copy of `length` bytes from the source at `from` to the set at `to`. */
+  add(from: number, to: number, length: number): void {
+    const at = 3 * this.count;
+    if (at + 3 > this.plan.length) {
+      const bigger = new Int32Array(2 * this.plan.length);
+      bigger.set(this.plan);
+      this.plan = bigger;
+    }
+    this.plan[at] = from;
+    this.plan[at + 1] = to;
+    this.plan[at + 2] = length;
+    this.count++;
+  }
+
+  /** Does the queued copies from `src` into `dst`, and forgets them. */
+  flush(src: Buffer, dst: Buffer): void {
+    if (crcAddon?.copyRanges !== undefined) crcAddon.copyRanges(src, dst, this.plan, this.count);
+    else for (let i = 0; i < 3 * this.count; i += 3) src.copy(dst, this.plan[i + 1]!, this.plan[i]!, this.plan[i]! + this.plan[i + 2]!);
+    this.count = 0;
+  }
+}
+
+/**
  * Writes at `pos` of `buf` an uncompressed message whose key (null when `keyStart` is -1) and
- * value are bytes of `src`, without its CRC (fill it with {@link writeKafkaCrcs}, one call for a
- * whole set): what re-framing a fetched klog message set does, with no view or object per
- * message. Room for {@link kafkaMessageSize} bytes must be there.
+ * value are bytes `[keyStart, keyEnd)` and `[valueStart, valueEnd)` of a source buffer, queued
+ * on `copies` (flush them from that source), without its CRC (fill it with
+ * {@link writeKafkaCrcs}, one call for a whole set): what re-framing a fetched klog message set
+ * does, with no view or object per message. Room for {@link kafkaMessageSize} bytes must be there.
  * @param timestamp ms since the epoch, or -1 for none (ignored for magic 0)
  * @returns the position after it
  */
@@ -102,7 +135,7 @@ export function writeKafkaMessageOf(
   offset: number,
   magic: 0 | 1,
   timestamp: number,
-  src: Buffer,
+  copies: KafkaCopies,
   keyStart: number,
   keyEnd: number,
   valueStart: number,
@@ -117,10 +150,12 @@ export function writeKafkaMessageOf(
   if (keyStart < 0) pos = writeInt32(buf, pos, -1);
   else {
     pos = writeInt32(buf, pos, keyEnd - keyStart);
-    pos += src.copy(buf, pos, keyStart, keyEnd);
+    copies.add(keyStart, pos, keyEnd - keyStart);
+    pos += keyEnd - keyStart;
   }
   pos = writeInt32(buf, pos, valueEnd - valueStart);
-  pos += src.copy(buf, pos, valueStart, valueEnd);
+  copies.add(valueStart, pos, valueEnd - valueStart);
+  pos += valueEnd - valueStart;
   writeInt32(buf, start + 8, pos - start - logOverheadBytes);
   return pos;
 }
