@@ -115,7 +115,7 @@ export class KafkaCopies {
   /** Does the queued copies from `src` into `dst`, and forgets them. */
   flush(src: Buffer, dst: Buffer): void {
     if (crcAddon?.copyRanges !== undefined) crcAddon.copyRanges(src, dst, this.plan, this.count);
-    else for (let i = 0; i < 3 * this.count; i += 3) src.copy(dst, this.plan[i + 1]!, this.plan[i]!, this.plan[i]! + this.plan[i + 2]!);
+    else for (let i = 0; i < 3 * this.count; i += 3) src.copy(dst, this.plan[i + 1], this.plan[i], this.plan[i]! + this.plan[i + 2]!);
     this.count = 0;
   }
 }

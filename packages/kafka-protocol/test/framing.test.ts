@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { crc32Range, crcAddon, crcSupport, encodeMessage, encodeMessageSet, gzipMessageSet, hasHeaderAttribute } from '@klog/protocol';
 import {
   KafkaErrorCode,
+  KafkaCopies,
   KafkaProtocolError,
   decodeKafkaMessageSet,
   encodeKafkaMessageSet,
@@ -62,6 +63,25 @@ describe('writeKafkaCrcs', () => {
   });
 });
 
+describe('KafkaCopies', () => {
+  it('copies every queued range, past its first plan size', () => {
+    const src = Buffer.from(Array.from({ length: 5000 }, (_, i) => i & 0xff));
+    const dst = Buffer.alloc(5000);
+    const copies = new KafkaCopies();
+    for (let i = 0; i < 2500; i++) copies.add(4998 - 2 * i, 2 * i, 2);
+    copies.flush(src, dst);
+    for (let i = 0; i < 2500; i++) expect([dst[2 * i], dst[2 * i + 1]]).toEqual([src[4998 - 2 * i], src[4999 - 2 * i]]);
+  });
+
+  it.runIf(crcAddon !== undefined)('the addon refuses a range outside either buffer', () => {
+    const plan = new Int32Array([0, 0, 4, 2, 0, 9]);
+    expect(() => crcAddon!.copyRanges(Buffer.alloc(10), Buffer.alloc(10), plan, 2)).toThrow(RangeError);
+    expect(() => crcAddon!.copyRanges(Buffer.alloc(10), Buffer.alloc(10), plan, 3)).toThrow(RangeError);
+    expect(() => crcAddon!.copyRanges(Buffer.alloc(10), Buffer.alloc(3), plan, 1)).toThrow(RangeError);
+    expect(() => (crcAddon!.copyRanges as (...a: unknown[]) => void)(Buffer.alloc(10), Buffer.alloc(10), [0, 0, 1], 1)).toThrow(TypeError);
+  });
+});
+
 describe('kafkaMessageSetOf', () => {
   it('re-frames thousands of messages with keys and timestamps byte for byte', async () => {
     const msgs = Array.from({ length: 5000 }, (_, i) => ({ key: i % 2 ? Buffer.from(`k${i}`) : null, value: Buffer.from(`value ${i} `.repeat(i % 40)), timestamp: i % 3 ? 1_700_000_000_000 + i : undefined }));
@@ -116,7 +136,7 @@ describe('kafkaMessageSetOf', () => {
   it('a bad CRC after good messages ends the set; first, it is CorruptMessage', async () => {
     const set = encodeMessageSet([Buffer.from('one'), Buffer.from('two')]);
     const second = set.length / 2;
-    set[set.length - 1] ^= 1;
+    set[set.length - 1]! ^= 1;
     const framed = await kafkaMessageSetOf(set, 0, 1, 1 << 20);
     expect([framed.count, framed.lastOffset, framed.nextOffset]).toEqual([1, 0, second]);
     await expect(kafkaMessageSetOf(set.subarray(second), second, 1, 1 << 20)).rejects.toMatchObject({ code: KafkaErrorCode.CorruptMessage });
