@@ -53,6 +53,19 @@ export interface CrcAddon {
    * @throws RangeError when the range is not a run of whole messages (messages before the fault are written)
    */
   writeCrcs(bytes: Uint8Array, start: number, end: number): void;
+  /**
+   * Stores in each message of the Kafka message set `bytes[start, end)` (magic 0 or 1:
+   * `offset int64 | message_size int32 | crc uint32 | magic..value`) the CRC of its bytes after
+   * the crc field; used by @klog/kafka-protocol to frame a fetched set with one call.
+   * @throws RangeError when the range is not a run of whole Kafka messages (messages before the fault are written)
+   */
+  writeKafkaCrcs(bytes: Uint8Array, start: number, end: number): void;
+  /**
+   * For i < count, copies `plan[3i + 2]` bytes from `src` at `plan[3i]` to `dst` at
+   * `plan[3i + 1]`: the keys and values of a re-framed Kafka message set in one call.
+   * @throws RangeError at a range outside either buffer (the ranges before it are copied)
+   */
+  copyRanges(src: Uint8Array, dst: Uint8Array, plan: Int32Array, count: number): void;
 }
 
 /** How CRCs are computed: by the CRC addon (`native`) or in JavaScript (`js`), and why not natively. */
