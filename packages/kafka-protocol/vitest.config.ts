@@ -5,6 +5,8 @@ import { defineConfig } from 'vitest/config';
 // give the same bytes.
 export default defineConfig({
   test: {
+    // Property tests walk thousands of generated inputs; on a busy 2-core machine one can pass 5 s.
+    testTimeout: 30_000,
     projects: [
       { extends: true, test: { name: 'crc-addon' } },
       { extends: true, test: { name: 'crc-js', env: { KLOG_DISABLE_NATIVE_CRC: '1' } } },
