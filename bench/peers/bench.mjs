@@ -1,5 +1,5 @@
 /**
- * The paper's experiment side by side (SPEC §7): on each system in turn, klog, NATS JetStream,
+ * The paper's experiment side by side (docs/design.md §7): on each system in turn, klog, NATS JetStream,
  * Redis Streams, RabbitMQ and ActiveMQ, one broker on 127.0.0.1 in its own temp data dir:
  *   1. produce --messages messages of --size bytes in batches of 50 (one producer),
  *   2. measure the bytes the data dir gained per message once the broker has written them out,

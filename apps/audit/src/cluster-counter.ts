@@ -16,7 +16,7 @@
  * The group counts in one window length for good, stored at its first count: a report may use
  * that window or any multiple of it (the reconciler sums finer windows into coarser ones).
  *
- * It claims each partition in the group's ownership registry (SPEC §4) while it reads it, so
+ * It claims each partition in the group's ownership registry (docs/design.md §4) while it reads it, so
  * two auditors running at once never count one partition twice; a partition another member
  * owns is skipped and reported. A partition read for the first time starts at its earliest
  * offset; a committed offset retention has deleted meanwhile resumes at the earliest one kept,

@@ -1,7 +1,7 @@
 /**
- * One cluster as the audit sees it: its name in the report, its ZooKeeper registry (SPEC §4)
+ * One cluster as the audit sees it: its name in the report, its ZooKeeper registry (docs/design.md §4)
  * and a connection to each broker, and the one read the audit makes of a partition: every
- * message between two offsets, fetched in 1 MiB chunks (SPEC §3).
+ * message between two offsets, fetched in 1 MiB chunks (docs/design.md §3).
  */
 import { SimpleConsumer, type ConsumedMessage } from '@klog/client';
 import type { Logger } from '@klog/logger';

@@ -1,5 +1,5 @@
 /**
- * Cluster mode (the paper §3.3, SPEC §4): the broker registers itself and every topic it holds
+ * Cluster mode (the paper §3.3, docs/design.md §4): the broker registers itself and every topic it holds
  * in ZooKeeper, ephemerally, so producers and consumers find it and notice when it goes.
  *
  * - `/brokers/ids/<brokerId>` = `<creatorId>:<host>:<port>`

@@ -1,5 +1,5 @@
 /**
- * The broker's configuration (SPEC §2, §6): defaults, a `--config` properties file, flags on
+ * The broker's configuration (docs/design.md §2, §6): defaults, a `--config` properties file, flags on
  * top. Every limit carries its unit in its name.
  */
 import { readFileSync } from 'node:fs';
@@ -50,7 +50,7 @@ export interface BrokerConfig {
   /** Largest `maxBytes` a fetch may ask for (`max.fetch.bytes`); default 100 MiB. */
   maxFetchBytes: number;
   /**
-   * How fetches send segment bytes (`read.path`, SPEC §3 read path): `auto` (default) uses
+   * How fetches send segment bytes (`read.path`, docs/design.md §3 read path): `auto` (default) uses
    * sendfile(2) where the native addon was built, else read-and-write; `sendfile` requires the
    * addon (start fails without it); `read-write` forces the fallback.
    */

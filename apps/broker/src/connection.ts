@@ -1,9 +1,9 @@
 /**
- * One client connection: cuts the byte stream into request frames (SPEC §3) and answers them
+ * One client connection: cuts the byte stream into request frames (docs/design.md §3) and answers them
  * one at a time, in order. A frame whose size prefix is out of bounds cannot be skipped
  * safely, so it gets an InvalidRequest response and the connection is closed; every other bad
  * request gets an error response and the connection goes on. Fetch responses carry file regions
- * that `write` sends after the header with the broker's read path (SPEC §3).
+ * that `write` sends after the header with the broker's read path (docs/design.md §3).
  *
  * Fire-and-forget produce requests have no response, so they are handled without waiting: their
  * message sets go to the connection's {@link ProduceRun}, which is appended before the next
@@ -325,7 +325,7 @@ export class Connection {
   /**
    * Sends a response's parts in order. Buffers up to the next file region are written together
    * (corked); before a region, the connection waits until those bytes have left Node's buffers,
-   * then sends the region with {@link sendRegion} (sendfile(2) or read-and-write, SPEC §3 read
+   * then sends the region with {@link sendRegion} (sendfile(2) or read-and-write, docs/design.md §3 read
    * path), so region bytes never interleave with other writes. Waits for drain at the end when
    * the socket's buffer is full. A region of at most {@link inlineRegionMaxBytes} is copied
    * into the response instead (one read from the page cache, written with the header). Every

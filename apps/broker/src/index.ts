@@ -1,5 +1,5 @@
 /**
- * @klog/broker: the klog broker (the paper §3, SPEC §3 and §6) as a library; `klog-broker`
+ * @klog/broker: the klog broker (the paper §3, docs/design.md §3 and §6) as a library; `klog-broker`
  * (main.ts) is its command line.
  */
 export { startBroker, type Broker } from './server.js';

@@ -23,7 +23,7 @@ export interface Broker {
   readonly port: number;
   readonly logs: LogManager;
   readonly metrics: BrokerMetrics;
-  /** How fetches send segment bytes: `sendfile` (zero-copy) or `read-write` (SPEC §3 read path). */
+  /** How fetches send segment bytes: `sendfile` (zero-copy) or `read-write` (docs/design.md §3 read path). */
   readonly readPath: ReadPath;
   /** Port of the Prometheus `/metrics` endpoint, or undefined when none was asked for. */
   readonly metricsPort: number | undefined;

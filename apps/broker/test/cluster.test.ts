@@ -1,5 +1,5 @@
 /**
- * Cluster mode against a real ZooKeeper (SPEC §4): registrations, topics created later, a
+ * Cluster mode against a real ZooKeeper (docs/design.md §4): registrations, topics created later, a
  * duplicate broker id, session expiry, and leaving on close.
  */
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';

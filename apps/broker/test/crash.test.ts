@@ -1,5 +1,5 @@
 /**
- * Crash safety (SPEC §2): the broker is a child process killed with SIGKILL mid-burst, or its
+ * Crash safety (docs/design.md §2): the broker is a child process killed with SIGKILL mid-burst, or its
  * last segment is damaged while it is down. Whatever was flushed survives, nothing corrupt is
  * served, and new produces land at the recovered log end.
  */

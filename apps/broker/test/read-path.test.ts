@@ -1,5 +1,5 @@
 /**
- * The read path (SPEC §3): fetches answered with sendfile(2) and with the read-and-write
+ * The read path (docs/design.md §3): fetches answered with sendfile(2) and with the read-and-write
  * fallback send the same bytes, byte for byte, whatever the fetch; the path in use is logged at
  * start-up and can be forced; metrics are served over HTTP.
  */

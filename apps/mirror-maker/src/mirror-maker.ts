@@ -1,5 +1,5 @@
 /**
- * The mirror maker (the paper's deployment, SPEC §6): one {@link SourceMirror} per source
+ * The mirror maker (the paper's deployment, docs/design.md §6): one {@link SourceMirror} per source
  * cluster, all producing through the same ZooKeeper producers (one for plain messages, one for
  * messages with metadata, see `TargetSender`) into the target cluster, which picks a
  * keyed message's partition with the same key function as the source's producers (so per-key

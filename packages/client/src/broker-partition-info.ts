@@ -1,5 +1,5 @@
 /**
- * What a producer knows of the cluster from ZooKeeper (SPEC §4, §5): the live brokers
+ * What a producer knows of the cluster from ZooKeeper (docs/design.md §4, §5): the live brokers
  * (`/brokers/ids`) and, for each topic it sends to, the brokers holding it and how many
  * partitions each has (`/brokers/topics/<topic>/<brokerId>`), kept current by watches.
  *

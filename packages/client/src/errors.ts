@@ -1,7 +1,7 @@
 /**
  * The errors @klog/client throws. Every one is a {@link KlogError}; errors a broker answered
  * with (or that the client found in the bytes it received) carry the wire error code of
- * SPEC §3 and say which topic, partition and offset they concern.
+ * docs/design.md §3 and say which topic, partition and offset they concern.
  */
 import { ErrorCode, errorCodeName } from '@klog/protocol';
 
@@ -46,7 +46,7 @@ export interface ErrorLocation {
 }
 
 /**
- * A broker answered with a non-zero error code (SPEC §3, docs/format.md), or the client found
+ * A broker answered with a non-zero error code (docs/design.md §3, docs/format.md), or the client found
  * a message that failed its length, magic or CRC check (code InvalidMessage) and refused to
  * deliver it.
  */
@@ -85,7 +85,7 @@ function describe(code: number, where: ErrorLocation, detail?: string): string {
 }
 
 /**
- * A fetch asked for an offset outside `[earliest, end]` of the partition (SPEC §3): it was
+ * A fetch asked for an offset outside `[earliest, end]` of the partition (docs/design.md §3): it was
  * deleted by retention, or it is past the end. `earliest` and `end` are what the broker
  * reported, so the caller can restart from either.
  */
@@ -157,7 +157,7 @@ export class RecordTooLargeError extends KlogBrokerError {
 
 /**
  * The message at `offset` is `size` bytes (length field included), more than the consumer may
- * fetch in one request (`maxFetchBytes`). Raise the consumer's cap to read it (SPEC §3).
+ * fetch in one request (`maxFetchBytes`). Raise the consumer's cap to read it (docs/design.md §3).
  */
 export class MessageTooLargeError extends KlogError {
   override readonly name: string = 'MessageTooLargeError';

@@ -1,5 +1,5 @@
 /**
- * How a producer picks the partition of a record (SPEC §5): the partition named in the record,
+ * How a producer picks the partition of a record (docs/design.md §5): the partition named in the record,
  * else a function of its key, else a random partition. Partitions are numbered 0..N-1 over all
  * the partitions of the topic on every broker of the producer's broker list (see Producer).
  */

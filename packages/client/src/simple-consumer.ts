@@ -1,5 +1,5 @@
 /**
- * The simple consumer (SPEC §3): fetches from one broker by `(topic, partition, offset,
+ * The simple consumer (docs/design.md §3): fetches from one broker by `(topic, partition, offset,
  * maxBytes)`, as in the paper; the consumer, not the broker, keeps track of its offset.
  *
  * Offsets are byte positions: a message at `offset` is followed by the message at
@@ -159,7 +159,7 @@ export class SimpleConsumer {
   }
 
   /**
-   * One FETCH request (SPEC §3).
+   * One FETCH request (docs/design.md §3).
    * @returns the whole messages received and the offset to fetch next
    * @throws RangeError for maxBytes outside 1..maxFetchBytes or a negative offset;
    *   OffsetOutOfRangeError (with earliest and end) for an offset outside the partition;
@@ -225,7 +225,7 @@ export class SimpleConsumer {
 
   /**
    * An OFFSETS request: up to `maxOffsets` segment start offsets written before `time`, newest
-   * first (SPEC §3, as Kafka 0.7).
+   * first (docs/design.md §3, as Kafka 0.7).
    * @param time ms since the epoch, or −1 (OffsetTime.Latest: the log end) or −2 (OffsetTime.Earliest)
    * @throws KlogBrokerError for an error code, KlogConnectionError when the broker cannot be reached
    */

@@ -1,6 +1,6 @@
 /**
- * The producer with ZooKeeper discovery (SPEC §5): finds the brokers and partitions of a topic
- * in the registry (`/brokers/ids`, `/brokers/topics/<topic>/<brokerId>`, SPEC §4), follows
+ * The producer with ZooKeeper discovery (docs/design.md §5): finds the brokers and partitions of a topic
+ * in the registry (`/brokers/ids`, `/brokers/topics/<topic>/<brokerId>`, docs/design.md §4), follows
  * brokers and topics as they come and go, and sends each record straight to the broker that
  * holds its partition. Batching, acknowledgements, the bound on bytes in flight, message
  * metadata and compression are the {@link ProducerPool}'s, as for the {@link Producer} over a
@@ -97,7 +97,7 @@ interface Route {
 }
 
 /**
- * Sends records to a topic's partitions found in ZooKeeper (SPEC §5). Share one per process;
+ * Sends records to a topic's partitions found in ZooKeeper (docs/design.md §5). Share one per process;
  * close it when done.
  *
  * ```ts

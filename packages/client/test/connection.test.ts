@@ -1,4 +1,4 @@
-/** Connection against a scripted server: responses matched in order, timeouts, reconnects (SPEC §3). */
+/** Connection against a scripted server: responses matched in order, timeouts, reconnects (docs/design.md §3). */
 import type { Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Decoder, encodeFrame, encodeMetadataRequest, iterateMessageSet, messageSizeInBytes, readPartitionMessages, singleSetMultiProduceRequestBytes, writeMultiProduceMessageRequest } from '@klog/protocol';

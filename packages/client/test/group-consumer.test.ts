@@ -1,5 +1,5 @@
 /**
- * GroupConsumer against a real ZooKeeper and real brokers in cluster mode (SPEC §4): consume a
+ * GroupConsumer against a real ZooKeeper and real brokers in cluster mode (docs/design.md §4): consume a
  * topic over two brokers, commit and resume, auto.offset.reset, invalid stored offsets,
  * OffsetOutOfRange, sharing among members, and a rebalance that runs out of attempts.
  */

@@ -1,4 +1,4 @@
-/** The paper's Algorithm 1 (SPEC §4) as a pure function: exact ranges, one owner per partition, determinism. */
+/** The paper's Algorithm 1 (docs/design.md §4) as a pure function: exact ranges, one owner per partition, determinism. */
 import { describe, expect, it } from 'vitest';
 import { assignPartitions, rangeOf, type PartitionRef } from '../src/index.js';
 

@@ -1,4 +1,4 @@
-/** Producer against a real broker: acknowledgements, partitioning, batching, errors (SPEC §5). */
+/** Producer against a real broker: acknowledgements, partitioning, batching, errors (docs/design.md §5). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '@klog/protocol';
 import { hashPartitioner, KlogBrokerError, KlogConnectionError, parseBrokerList, Producer, RecordTooLargeError, SimpleConsumer } from '../src/index.js';

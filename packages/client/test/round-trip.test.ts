@@ -1,6 +1,6 @@
 /**
  * The paper's basic path through a real broker: 100,000 messages of 200 bytes produced in
- * batches of 50 and consumed back, all present, in order, byte-identical, offsets as SPEC §1.
+ * batches of 50 and consumed back, all present, in order, byte-identical, offsets as docs/design.md §1.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Producer, type ProducerRecord, SimpleConsumer } from '../src/index.js';

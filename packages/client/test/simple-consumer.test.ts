@@ -1,4 +1,4 @@
-/** SimpleConsumer against a real broker: fetch, offsets, errors, long poll, large messages (SPEC §3). */
+/** SimpleConsumer against a real broker: fetch, offsets, errors, long poll, large messages (docs/design.md §3). */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ErrorCode } from '@klog/protocol';
 import { KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError, Producer, SimpleConsumer } from '../src/index.js';

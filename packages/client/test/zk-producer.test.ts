@@ -1,5 +1,5 @@
 /**
- * ZkProducer against a real ZooKeeper and in-process brokers in cluster mode (SPEC §4, §5):
+ * ZkProducer against a real ZooKeeper and in-process brokers in cluster mode (docs/design.md §4, §5):
  * discovery, key partitioning over the sorted (broker, partition) list, topic creation,
  * brokers joining, leaving and coming back.
  */

@@ -1,4 +1,4 @@
-// klog_crc32: the CRC-32 (IEEE) of message payloads (SPEC §1), computed by ISA-L
+// klog_crc32: the CRC-32 (IEEE) of message payloads (docs/design.md §1), computed by ISA-L
 // (Intel's Intelligent Storage Acceleration Library, `crc32_gzip_refl`: the same CRC as zlib's
 // `crc32`, folded with PCLMULQDQ where the CPU has it).
 //

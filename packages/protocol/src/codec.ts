@@ -1,12 +1,12 @@
 /**
- * Big-endian primitives shared by every codec (SPEC §3): a growing {@link Encoder} and a
+ * Big-endian primitives shared by every codec (docs/design.md §3): a growing {@link Encoder} and a
  * bounds-checked {@link Decoder} whose every read throws {@link ProtocolError} instead of
  * reading past its input.
  */
 import { bufferView } from './buffer-view.js';
 import { ErrorCode, ProtocolError } from './errors.js';
 
-/** Longest topic name in bytes; topic names become directory names (SPEC §2). */
+/** Longest topic name in bytes; topic names become directory names (docs/design.md §2). */
 export const maxTopicNameBytes = 249;
 const topicPattern = /^[A-Za-z0-9._-]+$/;
 

@@ -1,5 +1,5 @@
 /**
- * Compressed message sets (SPEC §1, as Kafka 0.7): a producer may send a message set as one
+ * Compressed message sets (docs/design.md §1, as Kafka 0.7): a producer may send a message set as one
  * *wrapper* message whose payload is the compressed bytes of the inner message set and whose
  * `attributes` bits 0-1 name the codec. Brokers store and serve the wrapper as it is; consumers
  * decompress it and hand out the inner messages (docs/format.md §2b).

@@ -1,6 +1,6 @@
 /**
  * CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320): the checksum of every message's payload
- * (SPEC §1), and the arithmetic that checks all the CRCs of a message set with one pass over its
+ * (docs/design.md §1), and the arithmetic that checks all the CRCs of a message set with one pass over its
  * bytes.
  *
  * Two ways to compute it. Where klog's CRC addon was built (`native/crc32.cc`, by `pnpm install`

@@ -1,5 +1,5 @@
 /**
- * Error codes carried in every response header (SPEC §3) and the typed error thrown by every
+ * Error codes carried in every response header (docs/design.md §3) and the typed error thrown by every
  * decoder in this package.
  *
  * Codes 0 to 4 and −1 are Kafka 0.7's; 5 and up are klog's additions (docs/format.md lists them).

@@ -1,5 +1,5 @@
 /**
- * Framing of every request and response (SPEC §3):
+ * Framing of every request and response (docs/design.md §3):
  *
  * ```
  * Request  => size int32 | type int16      | body   (size counts type and body)

@@ -1,6 +1,6 @@
 /**
- * @klog/protocol: klog's bytes. Messages and message sets (SPEC §1) with their metadata headers
- * and gzip compression, request and response codecs (SPEC §3), error codes. No I/O.
+ * @klog/protocol: klog's bytes. Messages and message sets (docs/design.md §1) with their metadata headers
+ * and gzip compression, request and response codecs (docs/design.md §3), error codes. No I/O.
  * docs/format.md documents every layout.
  */
 export * from './buffer-view.js';

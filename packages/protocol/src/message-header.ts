@@ -1,5 +1,5 @@
 /**
- * (klog, SPEC §1) Message metadata: a producer may put a key, the creation time and the
+ * (klog, docs/design.md §1) Message metadata: a producer may put a key, the creation time and the
  * producing host in a message, so that mirroring keeps key partitioning and the audit can count
  * messages by creation time. A message that carries metadata sets `attributes` bit 2 and its
  * payload starts with a header; the application's bytes (the value) follow it. The CRC covers

@@ -1,5 +1,5 @@
 /**
- * Message sets: a plain concatenation of messages (SPEC §1). Producers send them, brokers
+ * Message sets: a plain concatenation of messages (docs/design.md §1). Producers send them, brokers
  * append them as they came, consumers receive them as stored.
  *
  * ```
@@ -62,7 +62,7 @@ export interface MessageSetScan {
 
 /**
  * Walks `buf[0, end)` and reports the longest prefix of whole, valid messages. Used by log
- * recovery (SPEC §2), by the broker to check produced message sets and by consumers to check
+ * recovery (docs/design.md §2), by the broker to check produced message sets and by consumers to check
  * fetched ones. Never throws.
  *
  * Lengths and magic bytes are checked message by message. The CRCs: each on its own in one call
@@ -141,7 +141,7 @@ function scanEachCrc(buf: Buffer, end: number, maxMessageBytes: number | undefin
 
 /**
  * Checks that `buf` is a complete message set of valid messages, each payload at most
- * `maxMessageBytes` bytes, as a broker must before appending it (SPEC §3). Each message's CRC is
+ * `maxMessageBytes` bytes, as a broker must before appending it (docs/design.md §3). Each message's CRC is
  * checked on its own: unlike the one-pass check of {@link scanMessageSet}, no set crafted so
  * that the errors of two messages cancel can pass.
  * @returns the number of messages

@@ -1,5 +1,5 @@
 /**
- * One message, as it is on disk and on the wire (SPEC §1, the paper §3.1):
+ * One message, as it is on disk and on the wire (docs/design.md §1, the paper §3.1):
  *
  * ```
  * Message => length magic attributes crc payload

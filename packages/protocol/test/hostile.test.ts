@@ -1,6 +1,6 @@
 /**
  * Hostile input: decoders must only ever throw ProtocolError with a meaningful code, never a
- * RangeError or TypeError, and never hang (SPEC §3: a malformed request never crashes a broker).
+ * RangeError or TypeError, and never hang (docs/design.md §3: a malformed request never crashes a broker).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

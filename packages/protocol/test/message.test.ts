@@ -62,7 +62,7 @@ describe('crc32Ieee', () => {
 });
 
 describe('encodeMessage', () => {
-  it('lays out length, magic, attributes, crc and payload (SPEC §1)', () => {
+  it('lays out length, magic, attributes, crc and payload (docs/design.md §1)', () => {
     fc.assert(
       fc.property(payloadArb, fc.integer({ min: 0, max: 255 }), (payload, attributes) => {
         const m = encodeMessage(payload, attributes);

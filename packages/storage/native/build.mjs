@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Builds the sendfile addon (native/sendfile.cc → build/Release/klog_sendfile.node), this
- * package's `install` script. Without it klog reads with its read-and-write fallback (SPEC §3,
+ * package's `install` script. Without it klog reads with its read-and-write fallback (docs/design.md §3,
  * the read path).
  */
 import { dirname, join } from 'node:path';

@@ -1,4 +1,4 @@
-// klog_sendfile: sends a range of a segment file to a TCP socket with sendfile(2) (SPEC §3,
+// klog_sendfile: sends a range of a segment file to a TCP socket with sendfile(2) (docs/design.md §3,
 // the read path), for Linux. Elsewhere the module loads but reports `supported: false`, and
 // the JS side uses its read-and-write fallback.
 //

@@ -1,6 +1,6 @@
 /**
  * A small pool of equal-sized buffers for the read-and-write fallback of the read path
- * (SPEC §3): a fetch borrows buffers to read segment bytes into and gives each back once the
+ * (docs/design.md §3): a fetch borrows buffers to read segment bytes into and gives each back once the
  * socket has taken it, so steady fetching allocates nothing.
  */
 

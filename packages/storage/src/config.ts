@@ -12,7 +12,7 @@ export type FlushPolicy = 'group' | 'interval';
 /** Values of {@link FlushPolicy}. */
 export const flushPolicies: readonly FlushPolicy[] = Object.freeze(['group', 'interval']);
 
-/** Per-partition log settings (SPEC §2). */
+/** Per-partition log settings (docs/design.md §2). */
 export interface LogConfig {
   /** When to flush (`flush.policy`): see {@link FlushPolicy}. */
   flushPolicy: FlushPolicy;

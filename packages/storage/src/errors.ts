@@ -1,5 +1,5 @@
 /**
- * Errors thrown by the log layer. Each carries `code`, the wire error code (SPEC §3) a broker
+ * Errors thrown by the log layer. Each carries `code`, the wire error code (docs/design.md §3) a broker
  * answers with, so a request handler can map any of them without knowing the class.
  */
 import { ErrorCode, maxTopicNameBytes } from '@klog/protocol';
@@ -28,7 +28,7 @@ export class LogOffsetOutOfRangeError extends Error {
   }
 }
 
-/** A partition number that is not an integer in `[0, partitionCount)` of its topic (SPEC §3). */
+/** A partition number that is not an integer in `[0, partitionCount)` of its topic (docs/design.md §3). */
 export class WrongPartitionError extends Error {
   override readonly name = 'WrongPartitionError';
   /** Wire error code 3. */

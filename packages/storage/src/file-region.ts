@@ -1,6 +1,6 @@
 /**
  * A byte range of one segment file, handed to the network layer so that it can send the bytes
- * without copying them through JavaScript (SPEC §3, the read path; Kafka 0.7's
+ * without copying them through JavaScript (docs/design.md §3, the read path; Kafka 0.7's
  * `FileMessageSet.writeTo`). A region pins its segment: retention may delete the file meanwhile,
  * but the descriptor stays open, and the bytes readable, until the region is released.
  */
@@ -12,7 +12,7 @@ export class FileRegion {
 
   /**
    * @param segment the segment holding the bytes, already pinned by the caller (undefined for an empty region)
-   * @param offset log offset of the region's first byte (SPEC §1: offsets are byte positions)
+   * @param offset log offset of the region's first byte (docs/design.md §1: offsets are byte positions)
    * @param position file position of the region's first byte in the segment file
    * @param length bytes in the region; 0 for an empty region
    */

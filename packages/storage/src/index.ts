@@ -1,8 +1,8 @@
 /**
- * @klog/storage: klog's log on disk (SPEC §2). Segments named by byte offset, one log per
+ * @klog/storage: klog's log on disk (docs/design.md §2). Segments named by byte offset, one log per
  * partition, flush by count or time with reads limited to the flushed end, retention by age
  * and size, recovery of the last segment after an unclean shutdown, and the read path that
- * sends segment bytes to sockets with sendfile(2) or a pooled read-and-write fallback (SPEC §3).
+ * sends segment bytes to sockets with sendfile(2) or a pooled read-and-write fallback (docs/design.md §3).
  */
 export * from './buffer-pool.js';
 export * from './config.js';

@@ -1,5 +1,5 @@
 /**
- * All partition logs of a broker under one directory (SPEC §2): `LOG_DIR/<topic>-<partition>/`.
+ * All partition logs of a broker under one directory (docs/design.md §2): `LOG_DIR/<topic>-<partition>/`.
  * Loads them on start (recovering after an unclean shutdown), creates topics on first use,
  * runs retention on a timer, and marks a clean shutdown on close.
  */
@@ -92,7 +92,7 @@ export class LogManager {
   /**
    * Creates `logDir` if needed and opens every `<topic>-<partition>` directory in it (others
    * are skipped with a warning). Unless the clean-shutdown marker is present, each log's last
-   * segment is recovered (SPEC §2); the marker is then removed. A topic found on disk keeps
+   * segment is recovered (docs/design.md §2); the marker is then removed. A topic found on disk keeps
    * its partition count (highest partition + 1). Starts the retention timer (unref'd). Holds
    * the log dir's lock (`.lock`) until `close()`.
    * Sets the flusher's thread count from `flushThreads` (see {@link setFlushThreads}).
@@ -236,7 +236,7 @@ export class LogManager {
   /**
    * Calls `listener(topic, partitionCount)` after each topic this manager creates (not for
    * topics loaded from disk at open; read those from `topics()`). A cluster broker registers
-   * new topics in ZooKeeper this way (SPEC §4).
+   * new topics in ZooKeeper this way (docs/design.md §4).
    * @returns a function that removes the listener
    */
   onTopicCreated(listener: (topic: string, partitions: number) => void): () => void {

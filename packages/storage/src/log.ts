@@ -1,8 +1,8 @@
 /**
- * One partition's log (SPEC §2): a directory of segment files, appended at the end, flushed by
+ * One partition's log (docs/design.md §2): a directory of segment files, appended at the end, flushed by
  * count or time, read by byte offset, trimmed from the front by retention.
  *
- * Offsets are byte positions in the partition's logical log (SPEC §1): a segment named
+ * Offsets are byte positions in the partition's logical log (docs/design.md §1): a segment named
  * `00000000000000001024.kafka` holds the bytes from offset 1024 on. Only the sorted segment list
  * is kept in memory; a read finds its segment by binary search.
  *
@@ -40,7 +40,7 @@ export interface AppendResult {
   readonly nextOffset: number;
 }
 
-/** What one flush did, for metrics (SPEC §2 flush; see {@link Log.onFlushDone}). */
+/** What one flush did, for metrics (docs/design.md §2 flush; see {@link Log.onFlushDone}). */
 export interface FlushEvent {
   readonly topic: string;
   readonly partition: number;
@@ -54,9 +54,9 @@ export interface FlushEvent {
   readonly error?: unknown;
 }
 
-/** Time value of {@link Log.offsetsBefore} asking for the latest offset (SPEC §3 OFFSETS). */
+/** Time value of {@link Log.offsetsBefore} asking for the latest offset (docs/design.md §3 OFFSETS). */
 export const latestTime = -1;
-/** Time value of {@link Log.offsetsBefore} asking for the earliest offset (SPEC §3 OFFSETS). */
+/** Time value of {@link Log.offsetsBefore} asking for the earliest offset (docs/design.md §3 OFFSETS). */
 export const earliestTime = -2;
 
 const emptyBuffer = Buffer.alloc(0);
@@ -105,7 +105,7 @@ export class Log {
 
   /**
    * Opens the log in `options.dir` (creating the directory and an empty segment 0 if there is
-   * none), optionally recovering its last segment (SPEC §2). Files that are not segments are
+   * none), optionally recovering its last segment (docs/design.md §2). Files that are not segments are
    * skipped; a gap or overlap between segments is logged at warn. After opening, everything on
    * disk is visible: `visibleEnd === logEndOffset`.
    * @throws RangeError for a bad config; file system errors
@@ -268,7 +268,7 @@ export class Log {
    * never past the end of the segment that holds `offset` (a read that reaches a segment's end
    * returns the rest of that segment, as Kafka 0.7 does). The result may end in a partial
    * message; `offset` is not checked to be a message boundary. `offset === visibleEnd` gives
-   * an empty buffer (SPEC §3 FETCH).
+   * an empty buffer (docs/design.md §3 FETCH).
    * @param maxBytes limit in bytes; 0 gives an empty buffer
    * @throws LogOffsetOutOfRangeError when `offset` is outside `[earliestOffset, visibleEnd]`;
    *   RangeError for a negative or non-integer `maxBytes`; LogClosedError after `close()`
@@ -279,7 +279,7 @@ export class Log {
   }
 
   /**
-   * The segment holding `offset` and how many bytes from there a read may return (SPEC §3
+   * The segment holding `offset` and how many bytes from there a read may return (docs/design.md §3
    * FETCH); undefined when there is nothing to read.
    */
   #locate(offset: number, maxBytes: number): { segment: Segment; length: number } | undefined {
@@ -299,7 +299,7 @@ export class Log {
 
   /**
    * The same bytes as {@link Log.read}, as a pinned range of the segment file instead of a copy,
-   * for sending with sendfile(2) or the read-and-write fallback (SPEC §3, the read path). The
+   * for sending with sendfile(2) or the read-and-write fallback (docs/design.md §3, the read path). The
    * region's segment cannot be closed until the region is released, even when retention deletes
    * it; the caller must call `release()` exactly once, also on error paths.
    * @param maxBytes limit in bytes; 0 gives an empty region
@@ -315,7 +315,7 @@ export class Log {
   }
 
   /**
-   * Kafka 0.7's getOffsetsBefore (SPEC §3 OFFSETS). Candidates are the start offsets of the
+   * Kafka 0.7's getOffsetsBefore (docs/design.md §3 OFFSETS). Candidates are the start offsets of the
    * segments (with each one's last-modified time), plus `visibleEnd` stamped now when it is past
    * the last candidate, oldest first; only offsets up to `visibleEnd` count. `time` −1
    * ({@link latestTime}) starts at the newest candidate (so `[visibleEnd, ...]`), −2
@@ -360,7 +360,7 @@ export class Log {
   }
 
   /**
-   * Retention (SPEC §2): deletes whole segments from the front whose last write is more than
+   * Retention (docs/design.md §2): deletes whole segments from the front whose last write is more than
    * `retentionMs` before `now`, then, when `retentionBytes >= 0`, more of the oldest segments
    * while the log's total bytes exceed `retentionBytes`. The last (active) segment is never
    * deleted, but when every segment has aged out and the last is non-empty, a new empty

@@ -1,5 +1,5 @@
 /**
- * Recovery of a partition's last segment after an unclean shutdown (SPEC §2): walk the
+ * Recovery of a partition's last segment after an unclean shutdown (docs/design.md §2): walk the
  * messages from the start, check each length and CRC, and cut the file at the first message
  * that is incomplete or corrupt. Earlier segments are trusted and never scanned.
  */

@@ -1,5 +1,5 @@
 /**
- * The sorted segments of one partition (SPEC §2), as a copy-on-write array like Kafka 0.7's
+ * The sorted segments of one partition (docs/design.md §2), as a copy-on-write array like Kafka 0.7's
  * `SegmentList`: a roll or a retention delete builds a new array and swaps the reference, so a
  * reader that took `view` once keeps a consistent list for the whole of its read.
  */

@@ -1,5 +1,5 @@
 /**
- * One segment file of a partition's log (SPEC §2): `<20-digit start offset>.kafka`, holding
+ * One segment file of a partition's log (docs/design.md §2): `<20-digit start offset>.kafka`, holding
  * the messages whose byte offsets begin at `start`. The file is plain message-set bytes with no
  * header and no index; a message at file position `p` has log offset `start + p`.
  */

@@ -1,5 +1,5 @@
 /**
- * Sending a {@link FileRegion} to a TCP socket (SPEC §3, the read path): with sendfile(2)
+ * Sending a {@link FileRegion} to a TCP socket (docs/design.md §3, the read path): with sendfile(2)
  * through klog's native addon (`native/sendfile.cc`) where it was built (Linux), or by reading
  * into pooled buffers and writing them (the fallback, also what `read.path=read-write` forces).
  *

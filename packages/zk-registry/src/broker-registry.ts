@@ -1,5 +1,5 @@
 /**
- * The broker registry (SPEC §4): which brokers are alive and which topics they hold.
+ * The broker registry (docs/design.md §4): which brokers are alive and which topics they hold.
  *
  * - `/brokers/ids/<brokerId>`, ephemeral, value `<creatorId>:<host>:<port>` (Kafka 0.7's
  *   `Broker.getZKString`): `creatorId` names the process that registered (by default
@@ -97,7 +97,7 @@ export interface RegisterBrokerOptions {
   waitForIdMs?: number;
 }
 
-/** Reads and writes `/brokers/ids` and `/brokers/topics` (SPEC §4). */
+/** Reads and writes `/brokers/ids` and `/brokers/topics` (docs/design.md §4). */
 export class BrokerRegistry {
   private readonly logger: Logger;
 

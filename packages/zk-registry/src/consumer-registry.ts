@@ -1,5 +1,5 @@
 /**
- * The consumer registry (SPEC §4): which consumers of a group are alive and what they read.
+ * The consumer registry (docs/design.md §4): which consumers of a group are alive and what they read.
  *
  * `/consumers/<group>/ids/<consumerId>`, ephemeral, value the subscription as JSON
  * `{"<topic>": <streamCount>, ...}` (Kafka 0.7's `TopicCount`), re-created after session
@@ -64,7 +64,7 @@ export function consumerThreadIds(consumerId: string, streams: number): string[]
   return Array.from({ length: streams }, (_, i) => `${consumerId}-${i}`);
 }
 
-/** Reads and writes `/consumers/<group>/ids` (SPEC §4). */
+/** Reads and writes `/consumers/<group>/ids` (docs/design.md §4). */
 export class ConsumerRegistry {
   private readonly logger: Logger;
 

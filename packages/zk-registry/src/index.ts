@@ -1,5 +1,5 @@
 /**
- * @klog/zk-registry: klog's ZooKeeper layer (SPEC §4).
+ * @klog/zk-registry: klog's ZooKeeper layer (docs/design.md §4).
  *
  * - {@link ZkClient}: the connection (chroot, retries, session renewal, re-armed watches).
  * - `paths`: every znode path klog uses.

@@ -1,5 +1,5 @@
 /**
- * Committed consumer offsets (SPEC §4).
+ * Committed consumer offsets (docs/design.md §4).
  *
  * `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>`, persistent, value the next
  * byte offset to read as a decimal string (Kafka 0.7). A stored value that is not a
@@ -26,7 +26,7 @@ export function parseOffset(value: string): number | undefined {
   return Number.isSafeInteger(offset) ? offset : undefined;
 }
 
-/** Commits and reads `/consumers/<group>/offsets` (SPEC §4). */
+/** Commits and reads `/consumers/<group>/offsets` (docs/design.md §4). */
 export class OffsetRegistry {
   private readonly logger: Logger;
 

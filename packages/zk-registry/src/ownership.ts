@@ -1,5 +1,5 @@
 /**
- * Partition ownership within a consumer group (SPEC §4).
+ * Partition ownership within a consumer group (docs/design.md §4).
  *
  * `/consumers/<group>/owners/<topic>/<brokerId>-<partition>`, ephemeral, value the owning
  * consumer thread id (`<consumerId>-<i>`, UTF-8). A claim is one-shot: it is NOT re-created
@@ -32,7 +32,7 @@ export interface OwnershipFence {
   readonly sessionId: string;
 }
 
-/** Claims, releases and reads `/consumers/<group>/owners` (SPEC §4). */
+/** Claims, releases and reads `/consumers/<group>/owners` (docs/design.md §4). */
 export class OwnershipRegistry {
   private readonly logger: Logger;
 

@@ -1,5 +1,5 @@
 /**
- * Every ZooKeeper path klog uses (SPEC §4), relative to the chroot of the connect string.
+ * Every ZooKeeper path klog uses (docs/design.md §4), relative to the chroot of the connect string.
  * No other module writes a path string.
  *
  * | path                                                        | kind       | value (see the registries) |

@@ -26,7 +26,7 @@ import {
   ZkError,
 } from '../src/index.js';
 
-describe('paths (SPEC §4)', () => {
+describe('paths (docs/design.md §4)', () => {
   it('lays out the broker registry', () => {
     expect(brokerIdsPath()).toBe('/brokers/ids');
     expect(brokerIdPath(7)).toBe('/brokers/ids/7');

@@ -1,5 +1,5 @@
 /**
- * Forced ZooKeeper session expiry (SPEC §4): a broker and a consumer both register again on a
+ * Forced ZooKeeper session expiry (docs/design.md §4): a broker and a consumer both register again on a
  * new session, and the consumer stops handing out the partitions it owned before another
  * member takes them. Brokers run in this process (their session is at hand), members as
  * processes that print their session id and password.

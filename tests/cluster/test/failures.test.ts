@@ -1,5 +1,5 @@
 /**
- * Failures in a consumer group (SPEC §4): a member killed with SIGKILL mid-stream, members
+ * Failures in a consumer group (docs/design.md §4): a member killed with SIGKILL mid-stream, members
  * killed and restarted over and over, a broker killed and restarted. Every message is
  * delivered; duplicates only where at-least-once allows them, and counted.
  */

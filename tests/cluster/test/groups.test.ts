@@ -1,5 +1,5 @@
 /**
- * Consumer groups over a 3-broker cluster (SPEC §4): two groups read the same keyed topic,
+ * Consumer groups over a 3-broker cluster (docs/design.md §4): two groups read the same keyed topic,
  * each message exactly once per group with per-key order; a member joins and the partitions
  * are spread again within 10 s while consumption goes on. Brokers and members are processes.
  */

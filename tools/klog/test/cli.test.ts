@@ -1,6 +1,6 @@
 /**
  * The `klog` command as users run it: real child processes (`node dist/main.js ...`) against a
- * real broker on 127.0.0.1 (SPEC §6).
+ * real broker on 127.0.0.1 (docs/design.md §6).
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -1,7 +1,7 @@
 /**
  * The cluster commands as users run them: `klog produce|consume|topics|groups --zookeeper`
  * as child processes against a real ZooKeeper and two in-process brokers in cluster mode
- * (2 partitions each), each test in its own chroot (SPEC §4, §6).
+ * (2 partitions each), each test in its own chroot (docs/design.md §4, §6).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -11,7 +11,7 @@ export interface BrokerContext {
   readonly logs: LogManager;
   readonly logger: Logger;
   readonly metrics: BrokerMetrics;
-  /** How the connections send segment regions (SPEC §3 read path), resolved at start. */
+  /** How the connections send segment regions (docs/design.md §3 read path), resolved at start. */
   readonly readPath: ReadPath;
   /** Aborted when the broker shuts down or the request's connection closes; long-poll fetches stop waiting then. */
   readonly closing: AbortSignal;

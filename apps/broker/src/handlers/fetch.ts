@@ -1,10 +1,10 @@
 /**
- * FETCH and MULTIFETCH (the paper §3.1, SPEC §3): the bytes of the log from `offset`, at most
+ * FETCH and MULTIFETCH (the paper §3.1, docs/design.md §3): the bytes of the log from `offset`, at most
  * `maxBytes`, never past the flushed end. The first message of the answer is read and checked
  * so that an offset that is not a message boundary is reported (InvalidMessageOffset), never
  * served as data. The rest is not read here: the answer carries a pinned {@link FileRegion}
  * of the segment file, which the connection sends after the response header with sendfile(2)
- * or the read-and-write fallback (SPEC §3 read path). A FETCH at the log end with klog's
+ * or the read-and-write fallback (docs/design.md §3 read path). A FETCH at the log end with klog's
  * `maxWaitMs` waits for the next flush (long poll).
  */
 import {

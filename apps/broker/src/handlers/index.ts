@@ -1,5 +1,5 @@
 /**
- * Dispatch of one request frame to its handler (SPEC §3). Never throws: a frame that does not
+ * Dispatch of one request frame to its handler (docs/design.md §3). Never throws: a frame that does not
  * decode gets an error response, except a fire-and-forget PRODUCE, which has no response and
  * is logged instead.
  */

@@ -1,5 +1,5 @@
 /**
- * Audit events (the paper's deployment section, SPEC §6; docs/audit.md): each tier that moves
+ * Audit events (the paper's deployment section, docs/design.md §6; docs/audit.md): each tier that moves
  * messages — producers, mirror makers, the audit consumer — counts the messages of each topic
  * per fixed window of their creation time and publishes the counts to an audit topic of the
  * cluster the messages went to (or were counted in). `klog-audit` reads them back and

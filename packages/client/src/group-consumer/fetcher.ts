@@ -1,5 +1,5 @@
 /**
- * The fetcher of a group consumer (the paper §3.2, SPEC §3-§4): one per broker, pulling the
+ * The fetcher of a group consumer (the paper §3.2, docs/design.md §3-§4): one per broker, pulling the
  * partitions the consumer owns on that broker into their streams' queues.
  *
  * Each owned partition is followed with long-poll FETCH requests on a connection of its own: a

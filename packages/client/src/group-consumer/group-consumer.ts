@@ -1,5 +1,5 @@
 /**
- * The group consumer (the paper §3.3, SPEC §4): consumers of a group share the partitions of
+ * The group consumer (the paper §3.3, docs/design.md §4): consumers of a group share the partitions of
  * the topics they subscribe to, each partition read by exactly one consumer thread, with no
  * master: every consumer registers in ZooKeeper, watches the broker and consumer registries
  * and, on any change, runs the paper's Algorithm 1 (see {@link assignPartitions}).
@@ -146,7 +146,7 @@ function keyOf(p: OwnedPartition): string {
 }
 
 /**
- * A member of a consumer group (SPEC §4). Call {@link createMessageStreams} once, iterate the
+ * A member of a consumer group (docs/design.md §4). Call {@link createMessageStreams} once, iterate the
  * streams, {@link close} when done.
  */
 export class GroupConsumer {
@@ -293,7 +293,7 @@ export class GroupConsumer {
 
   /**
    * Commits, for each owned partition, the offset after the last message an iterator returned
-   * (SPEC §4): `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>`. Partitions whose
+   * (docs/design.md §4): `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>`. Partitions whose
    * offset did not move since the last commit are skipped.
    * @param processed when given, commit only these positions instead: for each listed partition
    *   that this consumer still owns, its `nextOffset` (at most the offset after the last message

@@ -1,5 +1,5 @@
 /**
- * The group consumer (the paper §3.3, SPEC §4): {@link GroupConsumer}, its streams, the fetchers
+ * The group consumer (the paper §3.3, docs/design.md §4): {@link GroupConsumer}, its streams, the fetchers
  * and the pure Algorithm 1 ({@link assignPartitions}).
  */
 export * from './group-consumer.js';

@@ -1,5 +1,5 @@
 /**
- * The streams a group consumer hands to the application (the paper §3.2, SPEC §4): one bounded
+ * The streams a group consumer hands to the application (the paper §3.2, docs/design.md §4): one bounded
  * queue of fetched chunks per stream, read by an async iterator that never ends on its own.
  *
  * A chunk is the messages of one fetch of one partition. Fetchers put chunks in and wait while
@@ -24,7 +24,7 @@ export interface GroupMessage extends ConsumedMessage {
 }
 
 /**
- * A stream of messages of one topic (SPEC §4). Its iterators wait for new messages and end only
+ * A stream of messages of one topic (docs/design.md §4). Its iterators wait for new messages and end only
  * when the consumer is closed; they throw when the consumer fails (a rebalance that ran out of
  * retries, a message larger than `maxFetchBytes`, a compressed set larger than `maxDecompressedBytes`). Several iterators over one stream share its
  * messages (each message goes to one of them).

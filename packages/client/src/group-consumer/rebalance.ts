@@ -1,5 +1,5 @@
 /**
- * The paper's Algorithm 1 (§3.3, SPEC §4) as a pure function: which consumer thread owns which
+ * The paper's Algorithm 1 (§3.3, docs/design.md §4) as a pure function: which consumer thread owns which
  * partition of a topic.
  *
  * Every consumer of a group computes the same answer from the same registries: the partitions

@@ -1,5 +1,5 @@
 /**
- * Decoding of any request frame into a typed request (SPEC §3); one module per request type
+ * Decoding of any request frame into a typed request (docs/design.md §3); one module per request type
  * beside this file.
  */
 import { type Decoder, TopicNameCache } from '../codec.js';

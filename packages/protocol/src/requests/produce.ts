@@ -6,7 +6,7 @@
  *   topic          string (int16 length + utf8)
  *   partition      int32
  *   messageSetSize int32
- *   messageSet     messageSetSize bytes (SPEC §1)
+ *   messageSet     messageSetSize bytes (docs/design.md §1)
  * MultiProduceRequest => count int16 | count x ProduceRequest
  * ```
  */

@@ -1,5 +1,5 @@
 /**
- * `klog topics`: the topics of a cluster from ZooKeeper (SPEC §4, §6). Without `--describe`,
+ * `klog topics`: the topics of a cluster from ZooKeeper (docs/design.md §4, §6). Without `--describe`,
  * the topic names one per line; with it, the brokers holding the topic and, for each of its
  * partitions, the broker's address and the log end offset (OFFSETS latest).
  */
