@@ -5,8 +5,13 @@
  *   2. measure the bytes the data dir gained per message once the broker has written them out,
  *   3. produce --batch1-messages messages in batches of 1 (to another queue/topic/stream),
  *   4. consume the messages of step 1 (one consumer),
- * then stop the broker. Prints a table and writes a JSON file under bench/results/.
- * Run through bench/peers/run.sh, which installs the brokers and clients first.
+ *   5. the end-to-end latency phase (lib/latency-phase.mjs; klog, NATS JetStream and Redis
+ *      Streams): the fixed-rate probe of `klog perf latency` at each of --latency-rates msg/s
+ *      for --latency-seconds s,
+ * then stop the broker. `--phases throughput`, `--phases latency` run one part only. Prints a
+ * table and writes a JSON file under bench/results/. A system that was asked for and did not
+ * run (not installed, failed, out of time) is reported in a banner at the end, and the run
+ * exits non-zero. Run through bench/peers/run.sh, which installs the brokers and clients first.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, lstatSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +19,7 @@ import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { latencyPhase, latencyTable } from './lib/latency-phase.mjs';
 import * as servers from './lib/servers.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -29,8 +35,20 @@ const { values: opt } = parseArgs({
     'phase-timeout-s': { type: 'string', default: '240' },
     'budget-s': { type: 'string', default: '840' },
     'keep-data': { type: 'boolean', default: false },
+    phases: { type: 'string', default: 'throughput,latency' },
+    'latency-rates': { type: 'string', default: '100,1000,10000,100000' },
+    'latency-seconds': { type: 'string', default: '10' },
   },
 });
+const PHASES = new Set(opt.phases.split(',').map((s) => s.trim()));
+for (const p of PHASES) {
+  if (p !== 'throughput' && p !== 'latency') {
+    process.stderr.write(`--phases: unknown phase ${p}; known: throughput,latency\n`);
+    process.exit(2);
+  }
+}
+const LATENCY_RATES = opt['latency-rates'].split(',').map((r) => int(r.trim(), 'latency-rates'));
+const LATENCY_S = int(opt['latency-seconds'], 'latency-seconds');
 const N = int(opt.messages, 'messages');
 const N1 = opt['batch1-messages'] !== undefined ? int(opt['batch1-messages'], 'batch1-messages') : Math.max(1, Math.round(N / 10));
 const SIZE = int(opt.size, 'size');
@@ -47,9 +65,9 @@ function int(s, name) {
 
 /** Every system of the run, in the order run: the slowest last, so that the time budget cuts them first. */
 const SYSTEMS = [
-  { key: 'klog', name: 'klog', start: (w) => servers.startKlog(w, { repoRoot }) },
-  { key: 'nats', name: 'NATS JetStream', deb: 'nats-server', start: servers.startNats, client: 'nats' },
-  { key: 'redis', name: 'Redis Streams', deb: 'redis-server', start: servers.startRedis, client: 'redis' },
+  { key: 'klog', name: 'klog', start: (w) => servers.startKlog(w, { repoRoot }), latency: true },
+  { key: 'nats', name: 'NATS JetStream', deb: 'nats-server', start: servers.startNats, client: 'nats', latency: true },
+  { key: 'redis', name: 'Redis Streams', deb: 'redis-server', start: servers.startRedis, client: 'redis', latency: true },
   { key: 'rabbitmq', name: 'RabbitMQ', deb: 'rabbitmq-server', start: servers.startRabbitmq, client: 'rabbitmq' },
   { key: 'activemq', name: 'ActiveMQ', deb: 'activemq', start: servers.startActivemq, client: 'activemq' },
 ];
@@ -259,8 +277,29 @@ async function klogConsume(srv, topic, messages) {
   return r;
 }
 
+/** Creates the topic/stream of a latency probe: klog by one message, a peer by its client's setup. */
+async function latencyPrepare(sys, srv, dest) {
+  if (sys.client) return peerClient(sys, srv, 'setup', dest);
+  const args = ['perf', 'produce', '--broker-list', `127.0.0.1:${srv.port}`, '--topic', dest, '--messages', '1', '--size', String(SIZE), '--acks', '1', '--json'];
+  return runJson(join(repoRoot, 'node_modules/.bin/klog'), args, { cwd: repoRoot, timeoutS: 60 });
+}
+
+/** One fixed-rate latency probe: `klog perf latency`, or the peer's client in latency mode. */
+async function latencyProbe(sys, srv, rate, dest) {
+  const common = ['--rate', String(rate), '--seconds', String(LATENCY_S), '--warmup-seconds', '1', '--size', String(SIZE)];
+  const timeoutS = LATENCY_S + 60;
+  if (!sys.client) {
+    return runJson(join(repoRoot, 'node_modules/.bin/klog'), ['perf', 'latency', '--broker', `127.0.0.1:${srv.port}`, '--topic', dest, ...common, '--json'], { cwd: repoRoot, timeoutS });
+  }
+  return runJson(process.execPath, [join(here, 'clients', `${sys.client}.mjs`), 'latency', '--port', String(srv.port), '--dest', dest, '--timeout-s', String(timeoutS), ...common], { cwd: here, timeoutS: timeoutS + 15 });
+}
+
 async function runSystem(sys) {
   const res = { system: sys.name, key: sys.key };
+  if (!PHASES.has('throughput') && !sys.latency) {
+    res.notInPhases = true;
+    return res;
+  }
   if (sys.deb && !servers.debInstalled(sys.deb)) {
     res.skipped = `Debian package ${sys.deb} is not installed (install.sh could not get it here)`;
     return res;
@@ -283,6 +322,11 @@ async function runSystem(sys) {
     const open = listening.filter((l) => !servers.isLoopback(l.address));
     if (open.length > 0) throw new Error(`listens beyond loopback: ${open.map((l) => l.address).join(', ')}; not run`);
 
+    if (PHASES.has('latency') && sys.latency) {
+      log(`${sys.name}: end-to-end latency at ${LATENCY_RATES.join(', ')} msg/s, ${LATENCY_S} s each, ${SIZE} B messages`);
+      res.latency = await latencyPhase({ rates: LATENCY_RATES, srv, prepare: (dest) => latencyPrepare(sys, srv, dest), probe: (rate, dest) => latencyProbe(sys, srv, rate, dest), log });
+    }
+    if (!PHASES.has('throughput')) return res;
     if (sys.client) {
       await peerClient(sys, srv, 'setup', 'bench50');
       await peerClient(sys, srv, 'setup', 'bench1');
@@ -348,6 +392,7 @@ function table(results) {
   lines.push(`| system | produce, batches of 50: msg/s | MB/s | produce, batches of 1: msg/s | MB/s | consume: msg/s | MB/s | disk B/msg |`);
   lines.push(`|---|---|---|---|---|---|---|---|`);
   for (const r of results) {
+    if (r.notInPhases || (!r.produce50 && !r.skipped && !r.error)) continue;
     if (r.skipped || (r.error && !r.produce50)) {
       lines.push(`| ${r.system} | ${r.skipped ? `skipped: ${r.skipped}` : `failed: ${r.error}`} | | | | | | |`);
       continue;
@@ -376,7 +421,7 @@ function ratios(results) {
   const q = (a, b) => (a && b ? a / b : null);
   const out = {};
   for (const r of results) {
-    if (r === k || r.skipped) continue;
+    if (r === k || r.skipped || r.notInPhases) continue;
     out[r.key] = {
       produce50: q(k.produce50?.msgsPerSec, r.produce50?.msgsPerSec),
       produce1: q(k.produce1?.msgsPerSec, r.produce1?.msgsPerSec),
@@ -402,7 +447,7 @@ const doc = {
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), kernel: release(), node: process.version, loadavgAtStart: loadStart, loadavgAtEnd: loadavg() },
   install: process.env.KLOG_PEERS_INSTALL ? JSON.parse(process.env.KLOG_PEERS_INSTALL) : undefined,
-  settings: { messages: N, batch1Messages: N1, size: SIZE, mb: '2^20 bytes', phaseTimeoutS: PHASE_TIMEOUT_S, budgetS: BUDGET_S },
+  settings: { messages: N, batch1Messages: N1, size: SIZE, mb: '2^20 bytes', phaseTimeoutS: PHASE_TIMEOUT_S, budgetS: BUDGET_S, phases: [...PHASES], latencyRates: LATENCY_RATES, latencySeconds: LATENCY_S },
   seconds: (Date.now() - started) / 1000,
   results,
   klogRatio: ratios(results),
@@ -411,8 +456,21 @@ const resultsDir = join(repoRoot, 'bench/results');
 mkdirSync(resultsDir, { recursive: true });
 const outFile = opt.out ? resolve(opt.out) : join(resultsDir, `peers-${doc.date.replace(/[:.]/g, '-')}.json`);
 writeFileSync(outFile, `${JSON.stringify(doc, null, 2)}\n`);
-process.stdout.write(`\n${table(results)}\n\n`);
-process.stdout.write(`msg/s until the broker holds every message (produce) or the consumer has read every one (consume); MB = 2^20 bytes of payload; disk = bytes the data dir gained per message (allocated blocks).\n`);
+if (PHASES.has('throughput')) {
+  process.stdout.write(`\n${table(results)}\n\n`);
+  process.stdout.write(`msg/s until the broker holds every message (produce) or the consumer has read every one (consume); MB = 2^20 bytes of payload; disk = bytes the data dir gained per message (allocated blocks).\n`);
+}
+if (PHASES.has('latency')) process.stdout.write(`\n${latencyTable(results, LATENCY_RATES)}\n\nlatency: send→consume of ${SIZE} B messages at a fixed rate, producer and consumer in one process, ${LATENCY_S} s per rate after 1 s of warm-up.\n`);
 process.stdout.write(`${doc.seconds.toFixed(0)} s in all; results in ${outFile}\n`);
 cleanup();
-process.exit(results.some((r) => r.error) ? 1 : 0);
+// A benchmark whose peers did not run says so where it cannot be missed, and fails.
+const missed = results.filter((r) => r.skipped || r.error || r.latency?.some((l) => l.error));
+if (missed.length > 0) {
+  const bar = '!'.repeat(78);
+  const lines = missed.map((r) => `  ${r.system}: ${r.skipped ? `did not run: ${r.skipped}` : r.error ? `failed: ${r.error}` : `latency failed at ${r.latency.filter((l) => l.error).map((l) => l.rate).join(', ')} msg/s`}`);
+  const banner = `\n${bar}\n!! INCOMPLETE: ${missed.length} of the systems asked for did not run in full; this is not a comparison\n${lines.join('\n')}\n${bar}\n`;
+  process.stderr.write(banner);
+  process.stdout.write(banner);
+  process.exit(1);
+}
+process.exit(0);

@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Installs, idempotently, the Debian packages of the peer brokers and the npm clients of
 # bench/peers. Needs root for apt-get (non-interactive). Packages that Debian does not have
-# here are reported and skipped; run.sh then skips those systems.
+# here are reported and skipped; run.sh then skips those systems, and says so loudly.
 #
-#   bash bench/peers/install.sh
+#   bash bench/peers/install.sh [PACKAGE...]     (default: every peer's package)
+#
+# A command's output is taken whole before it is searched (`grep -q <<<"$out"`), never piped
+# into `grep -q`: under `set -o pipefail` a grep that exits at its first match leaves the
+# writer to die of SIGPIPE, and the pipeline then fails although the text was there.
 set -uo pipefail
 cd "$(dirname "$0")"
 export DEBIAN_FRONTEND=noninteractive
 PKGS=(rabbitmq-server activemq nats-server redis-server)
+[ $# -gt 0 ] && PKGS=("$@")
 
 missing=()
 for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  grep -q 'install ok installed' <<<"$status" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -22,7 +28,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
     have=()
     for p in "${missing[@]}"; do
-      if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+      policy=$(apt-cache policy "$p" 2>/dev/null || true)
+      if grep -q 'Candidate: [0-9]' <<<"$policy"; then
         have+=("$p")
       else
         echo "install: Debian package $p cannot be had here (no candidate in apt-cache policy); skipping it" >&2

@@ -10,10 +10,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+# The Debian packages of the systems asked for (--only), or of every peer.
+only=""
+prev=""
+for a in "$@"; do
+  case "$a" in --only=*) only="${a#--only=}" ;; esac
+  [ "$prev" = "--only" ] && only="$a"
+  prev="$a"
+done
+debs=()
+IFS=',' read -ra systems <<<"${only:-nats,redis,rabbitmq,activemq}"
+for s in "${systems[@]}"; do
+  case "$s" in
+    nats) debs+=(nats-server) ;; redis) debs+=(redis-server) ;; rabbitmq) debs+=(rabbitmq-server) ;; activemq) debs+=(activemq) ;;
+  esac
+done
+
 t0=$(date +%s)
 install_log=$(mktemp -t klog-peers-install-XXXXXX)
 trap 'rm -f "$install_log"' EXIT
-bash bench/peers/install.sh 2>&1 | tee "$install_log" >&2
+if [ ${#debs[@]} -gt 0 ]; then bash bench/peers/install.sh "${debs[@]}" 2>&1 | tee "$install_log" >&2; fi
 install_s=$(( $(date +%s) - t0 ))
 missing=$(grep -o 'Debian package [a-z0-9.+-]* cannot be had here' "$install_log" | awk '{print $3}' | paste -sd, - || true)
 rm -f "$install_log"

@@ -19,7 +19,9 @@
  *   every window (windows on the x axis, one series per tier; short windows on a red band, over
  *   windows on an amber one, incomplete windows on a violet hatched one, open windows on a grey
  *   one; a tier that counted fewer than it was compared with is a red triangle, more an amber
- *   diamond, a count known to be partial a violet cross), then a table with a row per window
+ *   diamond, a count known to be partial a violet cross); under it a bar chart of each compared
+ *   tier's difference from the tier it is compared with per window (so that 20 lost of 2,000
+ *   shows), with a caption of each tier's total difference over the judged windows; then a table with a row per window
  *   (short rows red, over rows amber, incomplete rows violet and striped, open rows grey) and a
  *   column per tier, each cell the tier's count and its diff against what it is compared with
  *   (`±0`, `−n`, `+n`, bold and coloured only in judged windows; `origin` for a tier compared
@@ -27,8 +29,14 @@
  *   in the cell's title where a discrepancy names them, as the report does not carry them
  *   otherwise). An incomplete window's status badge has the reasons in its title.
  *
+ * A `consumer` tier is labelled as klog-audit's own count; the windows card says how many windows
+ * per topic (`5 windows × 2 topics`); every time is written one way (`2026-11-30 08:31:30`, UTC,
+ * as the terminal report writes it).
+ *
  * Tables and lists are plain HTML (readable with scripts off); the charts are drawn by Chart.js
- * (the package `chart.js`, its UMD build read from node_modules when rendering and inlined).
+ * (the package `chart.js`, its UMD build read from node_modules when rendering and inlined). The
+ * page's styles and script are real files, `src/report/report.css` and
+ * `src/report/report-client.js` (copied into `dist/report/` by the build), inlined when rendering.
  * Every string from the report (topic, cluster and tier names, reasons) and every warning is
  * HTML-escaped where it goes
  * into markup, and the chart data goes in as JSON in a non-executed `<script
@@ -37,8 +45,9 @@
  *
  * Hooks for tests and tools: each table row has `data-status`
  * (`open|incomplete|complete|short|over`; a discrepancy row `short|over`),
- * each chart canvas `data-topic-index`, and once every chart is drawn `<body>` gets
- * `data-charts-ready="<number of charts>"`.
+ * each chart canvas `data-topic-index` (the counts `#chart-<i>`, the differences
+ * `#chart-diff-<i>`), each caption entry `data-tier`, and once every chart is drawn `<body>`
+ * gets `data-charts-ready="<number of charts>"`.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -46,6 +55,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import escapeHtml from 'escape-html';
 import type { AuditReport, Discrepancy, IncompleteTier, TierCount, WindowRow, WindowStatus } from './reconcile.js';
+import { formatTime } from './table.js';
 
 /**
  * Renders the report as a complete HTML document (UTF-8, starts with `<!doctype html>`).
@@ -57,7 +67,8 @@ export function renderHtmlReport(report: AuditReport, warnings: readonly string[
   const topics = groupByTopic(report.windows);
   const chartData = chartDataOf(report, topics);
   const library = chartLibrary();
-  const client = clientScript;
+  const client = reportAsset('report-client.js');
+  const css = reportAsset('report.css');
   const csp = [
     "default-src 'none'",
     `script-src ${scriptHash(library)} ${scriptHash(client)}`,
@@ -79,21 +90,21 @@ export function renderHtmlReport(report: AuditReport, warnings: readonly string[
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${esc(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>klog audit report, ${esc(isoTime(report.generatedAt))}</title>
+<title>klog audit report, ${esc(`${formatTime(report.generatedAt)} UTC`)}</title>
 <style>${css}</style>
 </head>
 <body>
 <header>
 <h1>klog audit report</h1>
 <dl class="facts">
-<dt>generated</dt><dd>${esc(isoTime(report.generatedAt))}</dd>
+<dt>generated</dt><dd>${esc(`${formatTime(report.generatedAt)} UTC`)}</dd>
 <dt>window</dt><dd>${esc(duration(report.windowMs))}</dd>
 <dt>grace</dt><dd>${esc(duration(report.graceMs))}</dd>
 <dt>clusters</dt><dd>${report.clusters.map((c) => `<span class="cluster">${esc(c)}</span>`).join(' → ') || '<span class="muted">none</span>'}</dd>
 <dt>tiers</dt><dd>${tierList || '<span class="muted">none</span>'}</dd>
 </dl>
 <ul class="summary" id="summary">
-${card('windows', s.windows, '')}
+${card('windows', s.windows, '', windowsDetail(topics))}
 ${card('open', s.open, s.open > 0 ? 'open' : '')}
 ${card('incomplete', s.incomplete, s.incomplete > 0 ? 'incomplete' : '', s.incomplete > 0 ? 'closed, not judged: some counts are partial' : undefined)}
 ${card('complete', s.complete, s.complete > 0 ? 'complete' : '')}
@@ -140,11 +151,6 @@ export function scriptJson(value: unknown): string {
   return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/** `2024-05-01T10:00:00Z` (UTC; milliseconds only when not 0). */
-export function isoTime(ms: number): string {
-  const d = new Date(ms);
-  return Number.isNaN(d.getTime()) ? `${ms} ms` : d.toISOString().replace('.000Z', 'Z');
-}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -156,12 +162,16 @@ interface ChartData {
     readonly statuses: readonly WindowStatus[];
     readonly series: readonly {
       readonly tier: string;
+      /** The tier as the legend names it (a `consumer` tier is klog-audit's own count). */
+      readonly label: string;
       readonly color: string;
       readonly counts: readonly (number | null)[];
       /** Per window: the tier's diff when the window is judged and it is not 0, else null. */
       readonly diffs: readonly (number | null)[];
       /** Per window: true when the tier's count there is known to be partial. */
       readonly partial: readonly boolean[];
+      /** Per window: count − what it is compared with (0 included), null where it is compared with nothing or the window is open. */
+      readonly delta: readonly (number | null)[];
     }[];
   }[];
 }
@@ -226,11 +236,12 @@ function chartDataOf(report: AuditReport, topics: readonly [string, WindowRow[]]
       const tiers = tiersOf(report, rows);
       const partial = partialTiers(report, topic, tiers);
       return {
-        labels: rows.map((r) => axisLabel(r.windowStart, report.windowMs)),
-        windows: rows.map((r) => `${isoTime(r.windowStart)} – ${isoTime(r.windowEnd)}`),
+        labels: rows.map((r) => formatTime(r.windowStart)),
+        windows: rows.map((r) => `${formatTime(r.windowStart)} – ${formatTime(r.windowEnd)} UTC`),
         statuses: rows.map((r) => r.status),
         series: tiers.map((tier) => ({
           tier,
+          label: tierLabel(report, tier),
           color: colorOf(report, tier),
           counts: rows.map((r) => r.counts.find((c) => c.tier === tier)?.count ?? null),
           diffs: rows.map((r) => {
@@ -238,10 +249,44 @@ function chartDataOf(report: AuditReport, topics: readonly [string, WindowRow[]]
             return judged(r.status) && diff !== undefined && diff !== 0 ? diff : null;
           }),
           partial: rows.map((r) => partial.has(tier) && r.counts.some((c) => c.tier === tier)),
+          delta: rows.map((r) => {
+            const c = r.counts.find((x) => x.tier === tier);
+            return c?.expected === undefined || r.status === 'open' ? null : c.count - c.expected;
+          }),
         })),
       };
     }),
   };
+}
+
+/** A tier's name for people: a `consumer` tier is what klog-audit itself counted in that cluster. */
+function tierLabel(report: AuditReport, tier: string): string {
+  return report.tiers.find((t) => t.id === tier)?.kind === 'consumer' ? `${tier} (klog-audit's count)` : tier;
+}
+
+/**
+ * The line under a topic's charts: each compared tier's total difference over the judged
+ * windows, e.g. `analytics/mirror: −20 in 5 judged windows (5 short)`.
+ */
+function differenceCaption(report: AuditReport, rows: readonly WindowRow[], tiers: readonly string[]): string | undefined {
+  const parts: string[] = [];
+  for (const tier of tiers) {
+    let total = 0;
+    let judgedWindows = 0;
+    let off = 0;
+    let compared = false;
+    for (const r of rows) {
+      const c = r.counts.find((x) => x.tier === tier);
+      if (c?.expected === undefined) continue;
+      compared = true;
+      if (!judged(r.status)) continue;
+      judgedWindows++;
+      total += c.count - c.expected;
+      if (c.count !== c.expected) off++;
+    }
+    if (compared) parts.push(`<span class="diff-entry" data-tier="${esc(tier)}">${esc(tierLabel(report, tier))}: <strong>${esc(signed(total))}</strong> in ${num(judgedWindows)} judged ${judgedWindows === 1 ? 'window' : 'windows'} (${num(off)} off)</span>`);
+  }
+  return parts.length === 0 ? undefined : parts.join(' · ');
 }
 
 /** Whether a window of this status was judged (its diffs are losses or duplicates). */
@@ -263,17 +308,29 @@ function topicSection(report: AuditReport, topic: string, rows: readonly WindowR
   const against = new Map<string, string>();
   for (const d of report.discrepancies) if (d.topic === topic) against.set(`${d.windowStart}\0${d.tier}`, d.against);
 
-  const head = tiers.map((t) => `<th class="num" style="border-top-color:${colorOf(report, t)}">${esc(t)}</th>`).join('');
+  const head = tiers
+    .map((t) => {
+      const own = tierLabel(report, t) !== t ? ` <span class="detail">klog-audit's count</span>` : '';
+      return `<th class="num" style="border-top-color:${colorOf(report, t)}">${esc(t)}${own}</th>`;
+    })
+    .join('');
+  const caption = differenceCaption(report, rows, tiers);
+  const differences =
+    caption === undefined
+      ? ''
+      : `<div class="chart chart-diff"><canvas id="chart-diff-${index}" data-topic-index="${index}" role="img" aria-label="${esc(`difference of each tier from the tier it is compared with, per window, topic ${topic}`)}"></canvas></div>
+<p class="diff-caption">difference from the tier compared with, over the judged windows: ${caption}</p>`;
   const body = rows
     .map((r) => {
       const cells = tiers.map((t) => countCell(r.counts.find((c) => c.tier === t), r, against.get(`${r.windowStart}\0${t}`), partial.has(t))).join('');
       const why = r.status === 'incomplete' && reasons ? ` title="${esc(`not judged, some counts are partial:\n${reasons}`)}"` : '';
-      return `<tr class="status-${r.status}" data-status="${r.status}"><td class="time">${esc(isoTime(r.windowStart))}</td><td><span class="badge ${r.status}"${why}>${r.status}</span></td>${cells}</tr>`;
+      return `<tr class="status-${r.status}" data-status="${r.status}"><td class="time">${esc(formatTime(r.windowStart))}</td><td><span class="badge ${r.status}"${why}>${r.status}</span></td>${cells}</tr>`;
     })
     .join('\n');
   return `<section class="topic" id="topic-${index}">
 <h2><span class="label">topic</span> <span class="topic-name">${esc(topic)}</span> ${badges}</h2>
 <div class="chart"><canvas id="chart-${index}" data-topic-index="${index}" role="img" aria-label="${esc(`counts per window and tier of topic ${topic}`)}"></canvas></div>
+${differences}
 <table class="windows">
 <thead><tr><th>window start (UTC)</th><th>status</th>${head}</tr></thead>
 <tbody>
@@ -342,7 +399,7 @@ function discrepancySection(list: readonly Discrepancy[], topicIndex: ReadonlyMa
   const rows = list
     .map(
       (d) =>
-        `<tr class="status-${d.kind}" data-status="${d.kind}"><td><a href="#topic-${topicIndex.get(d.topic) ?? ''}">${esc(d.topic)}</a></td><td class="time">${esc(isoTime(d.windowStart))}</td><td>${esc(d.tier)}</td><td>${esc(d.against)}</td><td class="num">${num(d.expected)}</td><td class="num">${num(d.count)}</td><td class="num"><strong>${num(d.messages)}</strong> ${d.kind === 'short' ? 'missing' : 'extra'}</td></tr>`,
+        `<tr class="status-${d.kind}" data-status="${d.kind}"><td><a href="#topic-${topicIndex.get(d.topic) ?? ''}">${esc(d.topic)}</a></td><td class="time">${esc(formatTime(d.windowStart))}</td><td>${esc(d.tier)}</td><td>${esc(d.against)}</td><td class="num">${num(d.expected)}</td><td class="num">${num(d.count)}</td><td class="num"><strong>${num(d.messages)}</strong> ${d.kind === 'short' ? 'missing' : 'extra'}</td></tr>`,
     )
     .join('\n');
   return `<section class="discrepancies">
@@ -354,6 +411,16 @@ ${rows}
 </tbody>
 </table>
 </section>`;
+}
+
+/** `5 windows × 2 topics`, or `over 3 topics` when the topics have different numbers of windows. */
+function windowsDetail(topics: readonly [string, WindowRow[]][]): string | undefined {
+  if (topics.length === 0) return undefined;
+  const per = new Set(topics.map(([, rows]) => rows.length));
+  const t = `${num(topics.length)} ${topics.length === 1 ? 'topic' : 'topics'}`;
+  if (per.size > 1) return `over ${t}`;
+  const w = topics[0]![1].length;
+  return `${num(w)} ${w === 1 ? 'window' : 'windows'} × ${t}`;
 }
 
 function card(label: string, value: number, kind: string, title?: string): string {
@@ -392,14 +459,22 @@ function duration(ms: number): string {
   return parts.length === 1 && rest === ms ? parts[0]! : `${parts.join(' ')} (${num(ms)} ms)`;
 }
 
-/** Short x-axis label, UTC: `05-01 10:00`, with seconds when windows are under a minute. */
-function axisLabel(ms: number, windowMs: number): string {
-  const iso = new Date(ms).toISOString();
-  return `${iso.slice(5, 10)} ${iso.slice(11, windowMs % 60_000 === 0 ? 16 : 19)}`;
-}
-
 function scriptHash(source: string): string {
   return `'sha256-${createHash('sha256').update(source, 'utf8').digest('base64')}'`;
+}
+
+/** The page's files (src/report/, copied beside this module into dist/report/ by the build), read once. */
+const assets = new Map<string, string>();
+
+/** A file of src/report/ as text, fit to inline in a `<style>` or `<script>`. @throws Error when it is missing or could end its element */
+function reportAsset(name: string): string {
+  let text = assets.get(name);
+  if (text === undefined) {
+    text = readFileSync(new URL(`./report/${name}`, import.meta.url), 'utf8');
+    if (/<\/(script|style)|<!--/i.test(text)) throw new Error(`report/${name} contains "</script", "</style" or "<!--" and cannot be inlined`);
+    assets.set(name, text);
+  }
+  return text;
 }
 
 let chartJs: string | undefined;
@@ -421,216 +496,3 @@ function chartLibrary(): string {
   return source;
 }
 
-const css = `
-:root { --short: #c62828; --short-bg: #fde2e1; --over: #b26a00; --over-bg: #fff0c7; --open: #6b7280; --open-bg: #eceff3; --incomplete: #6d28d9; --incomplete-bg: #efe8fd; --incomplete-stripes: repeating-linear-gradient(135deg, #efe8fd 0 6px, #e2d6fb 6px 9px); --line: #d8dde4; }
-* { box-sizing: border-box; }
-body { margin: 0; padding: 24px 32px 48px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1b1f24; background: #fff; }
-h1 { font-size: 22px; margin: 0 0 12px; }
-h2 { font-size: 17px; margin: 0 0 10px; display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
-h2 .label { color: #6b7280; font-weight: normal; font-size: 13px; }
-.topic-name { font-family: "DejaVu Sans Mono", ui-monospace, monospace; overflow-wrap: anywhere; }
-.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 0 0 16px; }
-.facts dt { color: #6b7280; }
-.facts dd { margin: 0; }
-.cluster, .tier { font-family: "DejaVu Sans Mono", ui-monospace, monospace; background: #f1f3f6; border-radius: 4px; padding: 0 5px; }
-.summary { list-style: none; display: flex; flex-wrap: wrap; gap: 10px; padding: 0; margin: 0 0 10px; }
-.card { border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 104px; display: flex; flex-direction: column; }
-.card .value { font-size: 22px; font-weight: 600; font-variant-numeric: tabular-nums; }
-.card .name { color: #4b5563; }
-.card .detail { color: #6b7280; font-size: 11px; max-width: 260px; }
-.card.short { background: var(--short-bg); border-color: var(--short); }
-.card.short .value { color: var(--short); }
-.card.over { background: var(--over-bg); border-color: var(--over); }
-.card.over .value { color: var(--over); }
-.card.open { background: var(--open-bg); }
-.card.incomplete { background: var(--incomplete-stripes); border-color: var(--incomplete); }
-.card.incomplete .value { color: var(--incomplete); }
-.card.complete .value { color: #2a7d3b; }
-.legend { color: #4b5563; font-size: 13px; margin: 6px 0 0; }
-.swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -1px; margin: 0 4px 0 14px; }
-.swatch:first-child { margin-left: 0; }
-.swatch.short { background: var(--short-bg); border: 1px solid var(--short); }
-.swatch.over { background: var(--over-bg); border: 1px solid var(--over); }
-.swatch.open { background: var(--open-bg); border: 1px solid var(--open); }
-.swatch.incomplete { background: var(--incomplete-stripes); border: 1px solid var(--incomplete); }
-.warnings { border: 2px solid var(--incomplete); border-left-width: 6px; border-radius: 6px; background: var(--incomplete-bg); padding: 12px 16px; }
-.warnings h2 { color: var(--incomplete); }
-.warnings h3 { font-size: 14px; margin: 10px 0 4px; }
-.warnings ul { margin: 0; padding-left: 20px; }
-.warnings li { margin: 2px 0; overflow-wrap: anywhere; }
-.warnings .where { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-weight: 600; }
-.warning-list li { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: 13px; }
-section { margin: 28px 0 0; padding-top: 18px; border-top: 1px solid var(--line); }
-.chart { position: relative; height: 300px; margin: 0 0 14px; }
-table { border-collapse: collapse; font-size: 13px; }
-th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
-th { background: #f6f7f9; font-weight: 600; white-space: nowrap; }
-table.windows th.num { border-top: 3px solid transparent; }
-.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.time { font-family: "DejaVu Sans Mono", ui-monospace, monospace; white-space: nowrap; }
-.count { display: block; }
-.diff { display: block; font-size: 11px; color: #6b7280; }
-.diff.short { color: var(--short); font-weight: 700; }
-.diff.over { color: var(--over); font-weight: 700; }
-.diff.origin { font-style: italic; }
-tr.status-short td { background: var(--short-bg); }
-tr.status-short td:first-child { box-shadow: inset 4px 0 var(--short); }
-tr.status-over td { background: var(--over-bg); }
-tr.status-over td:first-child { box-shadow: inset 4px 0 var(--over); }
-tr.status-open td { background: var(--open-bg); color: #4b5563; }
-tr.status-open td:first-child { box-shadow: inset 4px 0 var(--open); }
-tr.status-incomplete td { background: var(--incomplete-stripes); }
-tr.status-incomplete td:first-child { box-shadow: inset 4px 0 var(--incomplete); }
-.diff.partial { color: var(--incomplete); font-weight: 700; }
-.badge { display: inline-block; border-radius: 10px; padding: 0 8px; font-size: 12px; font-weight: 600; background: #e5e7eb; color: #374151; }
-.badge.short { background: var(--short); color: #fff; }
-.badge.over { background: var(--over); color: #fff; }
-.badge.open { background: var(--open); color: #fff; }
-.badge.incomplete { background: var(--incomplete); color: #fff; }
-.badge.complete { background: #d7efdc; color: #1f6b30; }
-.muted { color: #9ca3af; }
-.empty { color: #4b5563; }
-`;
-
-/**
- * The page's own script: draws one Chart.js line chart per topic from #audit-data, then sets
- * `data-charts-ready` on <body>. Plain ES2020, no template literals (it is one itself).
- */
-const clientScript = `
-(function () {
-  'use strict';
-  var data = JSON.parse(document.getElementById('audit-data').textContent);
-  var band = { short: 'rgba(198, 40, 40, 0.13)', over: 'rgba(230, 150, 0, 0.18)', incomplete: 'rgba(109, 40, 217, 0.07)', open: 'rgba(107, 114, 128, 0.12)' };
-  var hatch = { incomplete: 'rgba(109, 40, 217, 0.28)' };
-  var mark = { short: '#c62828', over: '#e69600', incomplete: '#6d28d9' };
-  var drawn = 0;
-  function fmt(n) { return n === null || n === undefined ? 'none' : n.toLocaleString('en-US'); }
-  function byDataset(a, b) { return a.datasetIndex - b.datasetIndex; }
-  function signed(n) { return n === 0 ? '\\u00b10' : n > 0 ? '+' + fmt(n) : '\\u2212' + fmt(-n); }
-  // Shades the windows that are short, over, incomplete (hatched) or open behind the lines.
-  var bands = {
-    id: 'auditBands',
-    beforeDatasetsDraw: function (chart) {
-      var t = data.topics[chart.options.plugins.auditBands.topic];
-      var x = chart.scales.x, area = chart.chartArea, ctx = chart.ctx;
-      var step = t.labels.length > 1 ? Math.abs(x.getPixelForValue(1) - x.getPixelForValue(0)) : area.right - area.left;
-      ctx.save();
-      for (var i = 0; i < t.statuses.length; i++) {
-        var fill = band[t.statuses[i]];
-        if (!fill) continue;
-        var left = Math.max(area.left, x.getPixelForValue(i) - step / 2);
-        var right = Math.min(area.right, x.getPixelForValue(i) + step / 2);
-        ctx.fillStyle = fill;
-        ctx.fillRect(left, area.top, right - left, area.bottom - area.top);
-        var lines = hatch[t.statuses[i]];
-        if (!lines) continue;
-        var height = area.bottom - area.top;
-        ctx.save();
-        ctx.beginPath();
-        ctx.rect(left, area.top, right - left, height);
-        ctx.clip();
-        ctx.strokeStyle = lines;
-        ctx.lineWidth = 1;
-        ctx.beginPath();
-        for (var s = left - height; s < right; s += 8) { ctx.moveTo(s, area.bottom); ctx.lineTo(s + height, area.top); }
-        ctx.stroke();
-        ctx.restore();
-      }
-      ctx.restore();
-    }
-  };
-  var ready = {
-    id: 'auditReady',
-    afterRender: function (chart) {
-      var canvas = chart.canvas;
-      if (canvas.dataset.rendered) return;
-      canvas.dataset.rendered = 'true';
-      drawn++;
-      if (drawn === data.topics.length) document.body.dataset.chartsReady = String(drawn);
-    }
-  };
-  if (data.topics.length === 0) { document.body.dataset.chartsReady = '0'; return; }
-  data.topics.forEach(function (t, index) {
-    var canvas = document.getElementById('chart-' + index);
-    var n = t.series.length;
-    // Tiers that agree draw on top of one another: earlier tiers get wider lines, drawn below
-    // the later ones (a higher order is drawn first), so equal counts show as one striped
-    // line and a tier that differs leaves it.
-    var datasets = t.series.map(function (s, i) {
-      var width = Math.min(14, 2 + 3 * (n - 1 - i));
-      return {
-        label: s.tier,
-        data: s.counts,
-        borderColor: s.color,
-        backgroundColor: s.color,
-        borderWidth: width,
-        pointStyle: 'circle',
-        pointRadius: width / 2 + 1.5,
-        pointHoverRadius: width / 2 + 3,
-        pointBorderWidth: 0,
-        tension: 0,
-        spanGaps: false,
-        order: 1 + (n - 1 - i)
-      };
-    });
-    // Discrepancies of judged windows, and counts known to be partial, as markers above every
-    // line, one series per kind.
-    var labels = { short: 'short: fewer than compared with', over: 'over: more than compared with', incomplete: 'partial count: not judged' };
-    var styles = { short: 'triangle', over: 'rectRot', incomplete: 'crossRot' };
-    ['short', 'over', 'incomplete'].forEach(function (kind) {
-      var points = [];
-      t.series.forEach(function (s) {
-        s.counts.forEach(function (c, i) {
-          var d = s.diffs[i];
-          var hit = kind === 'incomplete' ? s.partial[i] && c !== null : d !== null && (d < 0) === (kind === 'short');
-          if (hit) points.push({ x: t.labels[i], y: c, tier: s.tier, diff: d });
-        });
-      });
-      if (points.length === 0) return;
-      datasets.push({
-        label: labels[kind],
-        data: points,
-        marker: true,
-        showLine: false,
-        borderColor: kind === 'incomplete' ? mark[kind] : '#ffffff',
-        backgroundColor: mark[kind],
-        pointStyle: styles[kind],
-        pointRadius: 9,
-        pointHoverRadius: 11,
-        pointBorderWidth: kind === 'incomplete' ? 3 : 1.5,
-        order: 0
-      });
-    });
-    new Chart(canvas, {
-      type: 'line',
-      data: { labels: t.labels, datasets: datasets },
-      plugins: [bands, ready],
-      options: {
-        animation: false,
-        responsive: true,
-        maintainAspectRatio: false,
-        interaction: { mode: 'index', intersect: false },
-        scales: {
-          x: { offset: true, title: { display: true, text: 'window start (UTC)' }, ticks: { maxRotation: 0, autoSkip: true } },
-          y: { beginAtZero: true, title: { display: true, text: 'messages' }, ticks: { precision: 0 } }
-        },
-        plugins: {
-          auditBands: { topic: index },
-          legend: { position: 'top', labels: { usePointStyle: true, boxHeight: 8, sort: byDataset } },
-          tooltip: {
-            filter: function (item) { return !item.dataset.marker; },
-            itemSort: byDataset,
-            callbacks: {
-              title: function (items) { return items.length ? t.windows[items[0].dataIndex] + ' (' + t.statuses[items[0].dataIndex] + ')' : ''; },
-              label: function (item) {
-                var s = t.series[item.datasetIndex], d = s.diffs[item.dataIndex];
-                return s.tier + ': ' + fmt(s.counts[item.dataIndex]) + (d === null || d === undefined ? '' : ' (' + signed(d) + ')') + (s.partial[item.dataIndex] ? ' (partial)' : '');
-              }
-            }
-          }
-        }
-      }
-    });
-  });
-})();
-`;

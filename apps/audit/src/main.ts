@@ -7,8 +7,9 @@
  * cluster first, then the analytics cluster mirrored from it).
  *
  * Exit status: 0; 1 with `--check` when a closed window is short (messages lost) or could not
- * be judged (incomplete: some of its counts are partial); 2 for bad arguments or a cluster that
- * cannot be reached (one line on stderr).
+ * be judged (incomplete: some of its counts are partial), or when there is nothing to judge (no
+ * audit events, or every window still open); 2 for bad arguments or a cluster that cannot be
+ * reached (one line on stderr).
  */
 import { accessSync, constants, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -64,7 +65,7 @@ const program = new Command('klog-audit')
   .option('--no-count', 'do not count the clusters: report from the audit topics alone')
   .option('--json', 'print the report as one JSON object instead of a table')
   .option('--html <file>', 'also write the report as a self-contained HTML page with a chart')
-  .option('--check', 'exit 1 when a closed window is short (messages lost) or incomplete (not judged)')
+  .option('--check', 'exit 1 when a closed window is short (messages lost) or incomplete (not judged), or nothing can be judged yet')
   .addOption(new Option('--log-level <level>', 'pino level of the logs on stderr').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'))
   .exitOverride()
   .showHelpAfterError(false);
@@ -134,6 +135,15 @@ async function main(argv: string[]): Promise<number> {
     }
     if (o.check && (report.summary.short > 0 || report.summary.incomplete > 0)) {
       process.stderr.write(`klog-audit: check failed: ${summaryLine(report)}\n`);
+      return 1;
+    }
+    const judged = report.summary.complete + report.summary.short + report.summary.over;
+    if (o.check && judged === 0) {
+      const why =
+        report.windows.length === 0
+          ? `no audit events in ${clusters.map((c) => c.name).join(', ')} (audit topic ${o.auditTopic})`
+          : `no window has closed yet: ${report.summary.open} open (grace ${graceMs} ms)`;
+      process.stderr.write(`klog-audit: check failed: nothing to judge: ${why}\n`);
       return 1;
     }
     return 0;

@@ -34,6 +34,23 @@ describe('klog-audit arguments', () => {
   }, 30_000);
 });
 
+describe('klog-audit --check with nothing to judge', () => {
+  it('exits 1 with one line when there are no audit events, or every window is still open', async () => {
+    const cluster = await startCluster('audit-empty', 1);
+    const none = await runAudit(['--zookeeper', `c=${cluster.zookeeper}`, '--window-ms', '1000', '--group', 'audit-empty', '--check']);
+    expect(none.code, none.stderr).toBe(1);
+    expect(none.stdout).toMatch(/no audit events yet/);
+    expect(none.stderr.trim().split('\n')).toEqual(['klog-audit: check failed: nothing to judge: no audit events in c (audit topic __audit)']);
+    const produced = await runKlog(['produce', '--zookeeper', cluster.zookeeper, '--topic', 'fresh', '--audit', '--audit-window-ms', '60000'], 'x\ny\n');
+    expect(produced.code, produced.stderr).toBe(0);
+    const open = await runAudit(['--zookeeper', `c=${cluster.zookeeper}`, '--window-ms', '60000', '--group', 'audit-empty', '--check']);
+    expect(open.code, open.stderr).toBe(1);
+    expect(open.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^klog-audit: check failed: nothing to judge: no window has closed yet: \d+ open \(grace 60000 ms\)$/)]);
+    // Without --check the same report exits 0.
+    expect((await runAudit(['--zookeeper', `c=${cluster.zookeeper}`, '--window-ms', '60000', '--group', 'audit-empty'])).code).toBe(0);
+  });
+});
+
 describe('klog-audit on odd data', () => {
   it('reports garbage in the audit topic and plain messages without failing', async () => {
     const cluster = await startCluster('audit-cli', 1);

@@ -152,7 +152,7 @@ describe('klog-audit end to end', () => {
     expect(check.code).toBe(1);
     const page = await openInChromium(html, { screenshot: join(outputDir, 'audit-report-end-to-end.png') });
     expect([...page.consoleErrors, ...page.pageErrors, ...page.failedRequests, ...page.externalRequests]).toEqual([]);
-    expect(page.chartsDrawn).toBe(2); // clicks and views
+    expect(page.chartsDrawn).toBe(4); // clicks and views: counts and differences
     expect(page.highlightedRows.filter((r) => r.status === 'short')).toHaveLength(report.summary.short * 2); // each in the windows table and the discrepancy list
     expect(check.stderr).toContain(`check failed: ${report.summary.windows} windows`);
     for (const d of report.discrepancies) {

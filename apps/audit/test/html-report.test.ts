@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AuditEvent, AuditTier } from '@klog/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { esc, isoTime, renderHtmlReport, scriptJson } from '../src/html-report.js';
+import { esc, renderHtmlReport, scriptJson } from '../src/html-report.js';
+import { formatTime } from '../src/table.js';
 import { reconcile } from '../src/reconcile.js';
 import type { AuditReport, ClusterEvents, IncompleteTier } from '../src/reconcile.js';
 import { openInChromium } from './chromium.js';
@@ -180,6 +181,19 @@ describe('incomplete windows and warnings', () => {
 });
 
 describe('escaping', () => {
+  it("carries every tier's difference per window for the difference chart, even when it is small", () => {
+    const data = chartDataOfPage(renderHtmlReport(sampleReport())) as unknown as {
+      topics: { series: { tier: string; label: string; delta: (number | null)[] }[] }[];
+    };
+    const pageViews = data.topics.find((t) => t.series.some((s) => s.delta.includes(-5)))!;
+    expect(pageViews.series.map((s) => [s.label, s.delta[2]])).toEqual([
+      ['online/producer', null],
+      ["online/consumer (klog-audit's count)", 0],
+      ['analytics/mirror', -5],
+      ["analytics/consumer (klog-audit's count)", 0],
+    ]);
+  });
+
   it('escapes text for HTML', () => {
     expect(esc(`<b a="1">'&'</b>`)).toBe('&lt;b a=&quot;1&quot;&gt;&#39;&amp;&#39;&lt;/b&gt;');
   });
@@ -223,7 +237,7 @@ describe('the HTML report in Chromium', () => {
     const file = join(dir, 'report.html');
     const html = renderHtmlReport(report);
     await writeFile(file, html);
-    found = await openInChromium(file, { screenshot });
+    found = await openInChromium(file, { screenshot, textSelector: '#summary .card:first-child .detail, table.windows th.num, .diff-caption .diff-entry' });
     await writeFile(pageCopy, html);
   }, 120_000);
 
@@ -238,10 +252,20 @@ describe('the HTML report in Chromium', () => {
     expect(found.externalRequests).toEqual([]);
   });
 
-  it('draws one chart per topic', () => {
-    expect(found.chartsReady).toBe('4');
-    expect(found.canvases).toBe(4);
-    expect(found.chartsDrawn).toBe(4);
+  it("draws two charts per topic: the counts, and each tier's difference from what it is compared with", () => {
+    expect(found.chartsReady).toBe('8');
+    expect(found.canvases).toBe(8);
+    expect(found.chartsDrawn).toBe(8);
+  });
+
+  it("says how many windows per topic, labels the consumer tiers as the audit's own count, and shows the differences", () => {
+    expect(found.texts[0]).toBe('6 windows × 4 topics');
+    expect(found.texts).toContain("online/consumer klog-audit's count");
+    expect(found.texts).toContain("analytics/consumer klog-audit's count");
+    expect(found.texts).toContain('online/producer');
+    // page-views: the mirror lost 5 in one judged window; clicks: the online cluster holds 3 more.
+    expect(found.texts).toContain('analytics/mirror: −5 in 5 judged windows (1 off)');
+    expect(found.texts).toContain("online/consumer (klog-audit's count): +3 in 5 judged windows (1 off)");
   });
 
   it('highlights the short and the over window and names them', () => {
@@ -251,12 +275,12 @@ describe('the HTML report in Chromium', () => {
     // One row in the discrepancy list (topic, window, tier, compared with, expected, counted,
     // messages), one in the topic's table.
     expect(rows('short')).toEqual([
-      `page-views | ${isoTime(w(2))} | analytics/mirror | online/consumer | 900 | 895 | 5 missing`,
-      `${isoTime(w(2))} | short | ${tiers('900 origin', '900 ±0', '895 −5', '895 ±0')}`,
+      `page-views | ${formatTime(w(2))} | analytics/mirror | online/consumer | 900 | 895 | 5 missing`,
+      `${formatTime(w(2))} | short | ${tiers('900 origin', '900 ±0', '895 −5', '895 ±0')}`,
     ]);
     expect(rows('over')).toEqual([
-      `clicks | ${isoTime(w(3))} | online/consumer | online/producer | 505 | 508 | 3 extra`,
-      `${isoTime(w(3))} | over | ${tiers('505 origin', '508 +3', '508 ±0', '508 ±0')}`,
+      `clicks | ${formatTime(w(3))} | online/consumer | online/producer | 505 | 508 | 3 extra`,
+      `${formatTime(w(3))} | over | ${tiers('505 origin', '508 +3', '508 ±0', '508 ±0')}`,
     ]);
   });
 
@@ -298,19 +322,19 @@ describe('the HTML report with incomplete windows and warnings in Chromium', () 
     expect(found.pageErrors).toEqual([]);
     expect(found.failedRequests).toEqual([]);
     expect(found.externalRequests).toEqual([]);
-    expect(found.chartsReady).toBe('4');
-    expect(found.chartsDrawn).toBe(4);
+    expect(found.chartsReady).toBe('8');
+    expect(found.chartsDrawn).toBe(8);
     expect(found.title).not.toContain('pwned');
   });
 
   it('marks the windows of the partial topic incomplete, not short', () => {
     const rows = (status: string) => found.highlightedRows.filter((r) => r.status === status).map((r) => r.text);
     expect(rows('incomplete')).toEqual([
-      `${isoTime(w(0))} | incomplete | 20 origin | 20 ±0 partial`,
-      `${isoTime(w(1))} | incomplete | 30 origin | 30 ±0 partial`,
-      `${isoTime(w(2))} | incomplete | 25 origin | 18 −7 partial`,
-      `${isoTime(w(3))} | incomplete | 15 origin | 15 ±0 partial`,
-      `${isoTime(w(4))} | incomplete | 10 origin | 10 ±0 partial`,
+      `${formatTime(w(0))} | incomplete | 20 origin | 20 ±0 partial`,
+      `${formatTime(w(1))} | incomplete | 30 origin | 30 ±0 partial`,
+      `${formatTime(w(2))} | incomplete | 25 origin | 18 −7 partial`,
+      `${formatTime(w(3))} | incomplete | 15 origin | 15 ±0 partial`,
+      `${formatTime(w(4))} | incomplete | 10 origin | 10 ±0 partial`,
     ]);
     expect(rows('short')).toHaveLength(1);
     expect(rows('over')).toHaveLength(1);

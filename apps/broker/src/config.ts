@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseProperties } from 'dot-properties';
 import { defaultMaxRequestBytes } from '@klog/protocol';
+import { defaultFlushThreads, flushPolicies, maxFlushThreads, type FlushPolicy } from '@klog/storage';
 
 /** Everything a broker is started with. */
 export interface BrokerConfig {
@@ -24,10 +25,18 @@ export interface BrokerConfig {
   numPartitions: number;
   /** Segment size in bytes before a roll (`segment.bytes`); default 1 GiB. */
   segmentBytes: number;
-  /** Unflushed messages that force a flush (`flush.messages`); default 500. */
+  /**
+   * When logs flush (`flush.policy`, docs/design.md §10): `group` (default) flushes as soon as
+   * data waits and no flush of the log runs; `interval` is the paper's, by `flush.messages` or
+   * `flush.ms`.
+   */
+  flushPolicy: FlushPolicy;
+  /** Unflushed messages that force a flush (`flush.messages`); default 500; under `group` an upper bound. */
   flushMessages: number;
-  /** Most ms a message stays unflushed (`flush.ms`); default 1000. */
+  /** Most ms a message stays unflushed (`flush.ms`); default 1000; under `group` an upper bound and the retry delay of a failed flush. */
   flushIntervalMs: number;
+  /** Most fdatasyncs at once, on threads apart from libuv's pool (`flush.threads`, 1 to 64); default 4. */
+  flushThreads: number;
   /** Age in ms of a segment's last write after which retention deletes it (`retention.ms`, or `retention.hours`); default 168 h. */
   retentionMs: number;
   /** Most bytes a partition keeps, −1 for no limit (`retention.bytes`); default −1. */
@@ -69,6 +78,16 @@ export function parseReadPath(text: string, source: string): ReadPathSetting {
   throw new ConfigError(`${source}: expected one of ${readPathSettings.join(', ')}, got ${JSON.stringify(text)}`);
 }
 
+/**
+ * Checks a `flush.policy` value (`group` or `interval`).
+ * @throws ConfigError naming the source and the value seen
+ */
+export function parseFlushPolicy(text: string, source: string): FlushPolicy {
+  const v = text.trim();
+  if ((flushPolicies as readonly string[]).includes(v)) return v as FlushPolicy;
+  throw new ConfigError(`${source}: expected one of ${flushPolicies.join(', ')}, got ${JSON.stringify(text)}`);
+}
+
 /** The defaults of every setting but `logDir`. */
 export const defaultBrokerConfig: Omit<BrokerConfig, 'logDir'> = {
   brokerId: 0,
@@ -77,8 +96,10 @@ export const defaultBrokerConfig: Omit<BrokerConfig, 'logDir'> = {
   zkSessionTimeoutMs: 6000,
   numPartitions: 1,
   segmentBytes: 1024 * 1024 * 1024,
+  flushPolicy: 'group',
   flushMessages: 500,
   flushIntervalMs: 1000,
+  flushThreads: defaultFlushThreads,
   retentionMs: 168 * 3600 * 1000,
   retentionBytes: -1,
   retentionCheckIntervalMs: 300_000,
@@ -109,6 +130,8 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
   'segment.bytes': 'segmentBytes',
   'flush.messages': 'flushMessages',
   'flush.ms': 'flushIntervalMs',
+  'flush.policy': 'flushPolicy',
+  'flush.threads': 'flushThreads',
   'retention.ms': 'retentionMs',
   'retention.bytes': 'retentionBytes',
   'retention.check.interval.ms': 'retentionCheckIntervalMs',
@@ -130,6 +153,7 @@ const minimums: Record<NumericKey, number> = {
   segmentBytes: 64,
   flushMessages: 1,
   flushIntervalMs: 1,
+  flushThreads: 1,
   retentionMs: 1,
   retentionBytes: -1,
   retentionCheckIntervalMs: 10,
@@ -150,6 +174,7 @@ export function parseSetting(key: NumericKey, text: string, source: string): num
     throw new ConfigError(`${source}: expected an integer >= ${minimums[key]}, got ${JSON.stringify(text)}`);
   }
   if ((key === 'port' || key === 'metricsPort' || key === 'kafkaPort') && value > 65535) throw new ConfigError(`${source}: port ${value} is above 65535`);
+  if (key === 'flushThreads' && value > maxFlushThreads) throw new ConfigError(`${source}: flush.threads ${value} is above ${maxFlushThreads}`);
   return value;
 }
 
@@ -176,6 +201,7 @@ export function readPropertiesFile(path: string): Partial<BrokerConfig> {
     if (setting === undefined) throw new ConfigError(`${path}: unknown setting ${JSON.stringify(key)}`);
     if (setting === 'host' || setting === 'logDir' || setting === 'zookeeper' || setting === 'kafkaAdvertisedHost') out[setting] = value;
     else if (setting === 'readPath') out.readPath = parseReadPath(value, `${path}: ${key}`);
+    else if (setting === 'flushPolicy') out.flushPolicy = parseFlushPolicy(value, `${path}: ${key}`);
     else out[setting] = parseSetting(setting, value, `${path}: ${key}`);
   }
   return out;
@@ -189,5 +215,7 @@ export function resolveConfig(partial: Partial<BrokerConfig>): BrokerConfig {
   const config = { ...defaultBrokerConfig, ...partial } as BrokerConfig;
   if (!config.logDir) throw new ConfigError('a log dir is required (--log-dir or log.dir)');
   parseReadPath(String(config.readPath), 'read.path');
+  parseFlushPolicy(String(config.flushPolicy), 'flush.policy');
+  parseSetting('flushThreads', String(config.flushThreads), 'flush.threads');
   return config;
 }

@@ -13,7 +13,7 @@
  */
 import type { Socket } from 'node:net';
 import { ErrorCode, ProtocolError, bufferView, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
-import { sendRegion, type FileRegion } from '@klog/storage';
+import { inlineRegionMaxBytes, sendRegion, type FileRegion } from '@klog/storage';
 import { handleFireAndForget, handleRequest, ProduceRun, type BrokerContext, type ResponsePart } from './handlers/index.js';
 
 /** Releases the file regions of a response that will not be sent. */
@@ -164,11 +164,14 @@ export class Connection {
    * (corked); before a region, the connection waits until those bytes have left Node's buffers,
    * then sends the region with {@link sendRegion} (sendfile(2) or read-and-write, SPEC §3 read
    * path), so region bytes never interleave with other writes. Waits for drain at the end when
-   * the socket's buffer is full. Every region is released, sent or not. A failed region send
-   * leaves the response half-written, so the connection is closed.
+   * the socket's buffer is full. A region of at most {@link inlineRegionMaxBytes} is copied
+   * into the response instead (one read from the page cache, written with the header). Every
+   * region is released, sent or not. A failed region send leaves the response half-written, so
+   * the connection is closed.
    */
-  private async write(parts: ResponsePart[]): Promise<void> {
+  private async write(given: ResponsePart[]): Promise<void> {
     try {
+      const parts = given.map((p) => (Buffer.isBuffer(p) || p.length > inlineRegionMaxBytes ? p : inlineRegion(p)));
       let i = 0;
       while (i < parts.length) {
         let written: Promise<void> | undefined;
@@ -196,7 +199,7 @@ export class Connection {
       this.ctx.logger[gone ? 'debug' : 'error']({ remote: this.remote, err }, 'sending a response failed, closing connection');
       this.socket.destroy();
     } finally {
-      for (const p of parts) if (!Buffer.isBuffer(p)) p.release();
+      for (const p of given) if (!Buffer.isBuffer(p)) p.release();
     }
   }
 
@@ -215,5 +218,19 @@ export class Connection {
   /** Closes the socket now. */
   destroy(): void {
     this.socket.destroy();
+  }
+}
+
+/**
+ * The bytes of a small region, read now; the region is released.
+ * @throws Error with code `ERR_KLOG_SHORT_FILE` when the segment file holds fewer bytes than the region
+ */
+function inlineRegion(region: FileRegion): Buffer {
+  try {
+    const bytes = region.read(0, region.length);
+    if (bytes.length !== region.length) throw Object.assign(new Error(`segment file ended ${region.length - bytes.length} bytes before the region's end`), { code: 'ERR_KLOG_SHORT_FILE' });
+    return bytes;
+  } finally {
+    region.release();
   }
 }

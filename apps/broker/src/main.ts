@@ -6,7 +6,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
-import { ConfigError, parseReadPath, parseSetting, readPropertiesFile, type BrokerConfig } from './config.js';
+import { ConfigError, parseFlushPolicy, parseReadPath, parseSetting, readPropertiesFile, type BrokerConfig } from './config.js';
 import { startBroker } from './server.js';
 
 type NumericFlag = Parameters<typeof parseSetting>[0];
@@ -31,6 +31,14 @@ const program = new Command('klog-broker')
   .option('--segment-bytes <bytes>', 'segment size before a roll (segment.bytes)', int('segmentBytes', '--segment-bytes'))
   .option('--flush-messages <n>', 'flush after this many messages (flush.messages)', int('flushMessages', '--flush-messages'))
   .option('--flush-ms <ms>', 'flush at least this often (flush.ms)', int('flushIntervalMs', '--flush-ms'))
+  .option('--flush-policy <policy>', 'when logs flush: group (as soon as data waits) or interval (flush.policy)', (v: string) => {
+    try {
+      return parseFlushPolicy(v, '--flush-policy');
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  })
+  .option('--flush-threads <n>', 'most fdatasyncs at once (flush.threads)', int('flushThreads', '--flush-threads'))
   .option('--retention-hours <hours>', 'delete segments older than this (retention.hours)', int('retentionMs', '--retention-hours'))
   .option('--retention-ms <ms>', 'delete segments older than this, in ms (retention.ms)', int('retentionMs', '--retention-ms'))
   .option('--retention-bytes <bytes>', 'most bytes per partition, -1 unlimited (retention.bytes)', int('retentionBytes', '--retention-bytes'))
@@ -56,7 +64,7 @@ async function main(): Promise<void> {
   const flags: [string, keyof BrokerConfig][] = [
     ['brokerId', 'brokerId'], ['host', 'host'], ['port', 'port'], ['logDir', 'logDir'], ['zookeeper', 'zookeeper'], ['zkSessionTimeoutMs', 'zkSessionTimeoutMs'],
     ['numPartitions', 'numPartitions'], ['segmentBytes', 'segmentBytes'], ['flushMessages', 'flushMessages'],
-    ['flushMs', 'flushIntervalMs'], ['retentionMs', 'retentionMs'], ['retentionBytes', 'retentionBytes'],
+    ['flushMs', 'flushIntervalMs'], ['flushPolicy', 'flushPolicy'], ['flushThreads', 'flushThreads'], ['retentionMs', 'retentionMs'], ['retentionBytes', 'retentionBytes'],
     ['retentionCheckIntervalMs', 'retentionCheckIntervalMs'], ['maxMessageBytes', 'maxMessageBytes'], ['maxRequestBytes', 'maxRequestBytes'],
     ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['kafkaPort', 'kafkaPort'], ['kafkaAdvertisedHost', 'kafkaAdvertisedHost'],
   ];

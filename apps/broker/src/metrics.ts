@@ -2,39 +2,53 @@
  * The broker's metrics, kept in a prom-client registry of its own (one per broker, so several
  * brokers in one process do not share counters) and served in the Prometheus text format on
  * `--metrics-port` (see {@link serveMetrics}). The same registry is what the broker logs on
- * shutdown and what tests read.
+ * shutdown and what tests read. docs/metrics.md lists every metric.
  *
  * | metric | kind | labels | what |
  * |---|---|---|---|
  * | `klog_messages_in_total` | counter | topic | messages appended |
  * | `klog_bytes_in_total` | counter | topic | message-set bytes appended |
  * | `klog_bytes_out_total` | counter | topic | message-set bytes sent to consumers (FETCH, MULTIFETCH) |
+ * | `klog_messages_out_estimated_total` | counter | topic | messages sent, estimated: bytes out × messages in / bytes in of the topic since start |
  * | `klog_fetch_responses_total` | counter | topic | fetch answers with data (one per partition of a MULTIFETCH) |
  * | `klog_requests_total` | counter | type | requests by request type name (Fetch, Produce, ...) |
- * | `klog_errors_total` | counter | code | error responses and rejected fire-and-forget requests, by error code name |
- * | `klog_flushes_total` | counter | result (ok, error) | log flushes (fdatasync rounds, SPEC §2) |
+ * | `klog_request_duration_seconds` | histogram | type | frame in to response ready (requests with a response; a long poll's wait included) |
+ * | `klog_errors_total` | counter | code | error responses and rejected requests (fire-and-forget sets too), by error code name |
+ * | `klog_connections_open` | gauge | | client connections open |
+ * | `klog_long_polls_waiting` | gauge | | fetches waiting at the log end for data |
+ * | `klog_flushes_total` | counter | result (ok, error) | log flushes (fdatasync rounds, docs/design.md §2) |
  * | `klog_flush_duration_seconds` | histogram | | time of each flush |
- * | `klog_log_end_offset` | gauge | topic, partition | end of everything appended |
- * | `klog_log_flushed_end_offset` | gauge | topic, partition | end visible to consumers |
- * | `klog_log_size_bytes` | gauge | topic, partition | bytes of all segments |
- * | `klog_log_segments` | gauge | topic, partition | segment files |
+ * | `klog_partitions` | gauge | | partition logs on this broker |
+ * | `klog_logs_size_bytes` | gauge | | bytes of all segments of all partitions |
+ * | `klog_logs_segments` | gauge | | segment files of all partitions |
+ * | `klog_logs_unflushed_bytes` | gauge | | bytes appended and not yet flushed, all partitions |
+ * | `klog_log_end_offset` | gauge | topic, partition | end of everything appended (per partition: `/metrics?partitions=true`) |
+ * | `klog_log_flushed_end_offset` | gauge | topic, partition | end visible to consumers (per partition) |
+ * | `klog_log_size_bytes` | gauge | topic, partition | bytes of all segments (per partition) |
+ * | `klog_log_segments` | gauge | topic, partition | segment files (per partition) |
  * | `klog_read_path` | gauge | path (sendfile, read-write) | 1 for the read path in use, else 0 |
  * | `klog_sendfile_eagain_total` | counter | | times a sendfile found the socket full and waited (process-wide) |
  * | `klog_crc_path` | gauge | path (native, js) | 1 for how message CRCs are checked (the CRC addon or JavaScript), else 0 |
+ * | `process_*`, `nodejs_*` | | | prom-client's default metrics (CPU, memory, event loop lag, GC, handles) |
  *
- * The per-request counters (messages and bytes in and out, fetch responses, requests) are
- * plain numbers on the request path, copied into their prom-client counters when the registry
- * is read: a labelled `inc` costs about as much as checking a small message set.
+ * The per-request counters (messages and bytes in and out, fetch responses, requests, request
+ * durations) are plain numbers on the request path, copied into the exposition when the registry
+ * is read: a labelled prom-client `inc` or `observe` costs about as much as checking a small
+ * message set (an observe about 850 ns).
  *
- * Messages out are not counted per message: the read path sends segment bytes without reading
- * them (sendfile), so the broker does not know how many messages a fetch carried, as in Kafka,
- * whose brokers export bytes out but not messages out. Consumers count what they receive.
+ * Per-partition gauges are served only when asked for (`GET /metrics?partitions=true`), written
+ * straight as text with each partition's label string made once: at 5,000 partitions they are
+ * 20,000 lines a scrape. The totals above are always served.
+ *
+ * Messages out are estimated, not counted: the read path sends segment bytes without reading
+ * them (sendfile), so the broker does not know how many messages a fetch carried (Kafka's brokers
+ * export bytes out, not messages out). Consumers count what they receive.
  */
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import { crcSupport } from '@klog/protocol';
 import { sendfileStats, type Log, type LogManager, type ReadPath } from '@klog/storage';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 
 /** What the broker counts per topic between scrapes (running totals). */
 interface TopicCounts {
@@ -51,6 +65,11 @@ export class BrokerMetrics {
   /** Counts by topic and by request type, on the request path; the counters below read them at each scrape. */
   readonly #topics = new Map<string, TopicCounts>();
   readonly #requestCounts = new Map<string, number>();
+  readonly #requestDurations = new DurationHistogram('klog_request_duration_seconds', 'Time from a request frame to its response being ready, by request type (requests with a response)');
+  /** The logs, for the per-partition text. */
+  readonly #logs: LogManager;
+  /** `{topic="…",partition="…"}` of each log, made once. */
+  readonly #labels = new WeakMap<Log, string>();
   readonly #errors = new Counter({ name: 'klog_errors_total', help: 'Error responses and rejected requests, by error code name', labelNames: ['code'], registers: [this.registry] });
   readonly #longPolls = new Gauge({ name: 'klog_long_polls_waiting', help: 'Fetches waiting at the log end for data (long poll)', registers: [this.registry] });
   readonly #flushes = new Counter({ name: 'klog_flushes_total', help: 'Log flushes, by result', labelNames: ['result'], registers: [this.registry] });
@@ -82,6 +101,16 @@ export class BrokerMetrics {
     byTopic('klog_messages_in_total', 'Messages appended, by topic', (t) => t.messagesIn);
     byTopic('klog_bytes_in_total', 'Message-set bytes appended, by topic', (t) => t.bytesIn);
     byTopic('klog_bytes_out_total', 'Message-set bytes sent to consumers, by topic', (t) => t.bytesOut);
+    new Counter({
+      name: 'klog_messages_out_estimated_total',
+      help: 'Messages sent to consumers, by topic, estimated from the bytes sent and the mean message size appended to the topic since start',
+      labelNames: ['topic'],
+      registers: [this.registry],
+      collect(this: Counter) {
+        this.reset();
+        for (const [topic, t] of topics) if (t.bytesOut > 0 && t.bytesIn > 0) this.inc({ topic }, Math.round((t.bytesOut * t.messagesIn) / t.bytesIn));
+      },
+    });
     byTopic('klog_fetch_responses_total', 'Fetch answers carrying data, by topic (one per partition of a MULTIFETCH)', (t) => t.fetchResponses);
     const requests = this.#requestCounts;
     new Counter({
@@ -106,22 +135,25 @@ export class BrokerMetrics {
     logs: LogManager,
   ) {
     this.#registerRequestCounters();
-    const gauge = (name: string, help: string, read: (log: Log) => number): void => {
+    this.#logs = logs;
+    this.registry.registerMetric(this.#requestDurations as unknown as Metric);
+    collectDefaultMetrics({ register: this.registry });
+    const total = (name: string, help: string, read: (log: Log) => number): void => {
       new Gauge({
         name,
         help,
-        labelNames: ['topic', 'partition'],
         registers: [this.registry],
         collect() {
-          this.reset();
-          for (const log of logs.logs()) this.set({ topic: log.topic, partition: String(log.partition) }, read(log));
+          let n = 0;
+          for (const log of logs.logs()) n += read(log);
+          this.set(n);
         },
       });
     };
-    gauge('klog_log_end_offset', 'End offset of everything appended, by partition', (log) => log.logEndOffset);
-    gauge('klog_log_flushed_end_offset', 'End offset visible to consumers (flushed), by partition', (log) => log.visibleEnd);
-    gauge('klog_log_size_bytes', 'Bytes of all segments, by partition', (log) => log.sizeInBytes);
-    gauge('klog_log_segments', 'Segment files, by partition', (log) => log.segmentCount);
+    total('klog_partitions', 'Partition logs on this broker', () => 1);
+    total('klog_logs_size_bytes', 'Bytes of all segments of all partitions', (log) => log.sizeInBytes);
+    total('klog_logs_segments', 'Segment files of all partitions', (log) => log.segmentCount);
+    total('klog_logs_unflushed_bytes', 'Bytes appended and not yet flushed, all partitions', (log) => log.logEndOffset - log.visibleEnd);
     const readPathGauge = new Gauge({ name: 'klog_read_path', help: 'The read path in use (1) and the other (0)', labelNames: ['path'], registers: [this.registry] });
     readPathGauge.set({ path: 'sendfile' }, readPath === 'sendfile' ? 1 : 0);
     readPathGauge.set({ path: 'read-write' }, readPath === 'read-write' ? 1 : 0);
@@ -175,6 +207,23 @@ export class BrokerMetrics {
     this.#requestCounts.set(type, (this.#requestCounts.get(type) ?? 0) + 1);
   }
 
+  /** Records that a request of the given type name had its response ready `ms` after its frame arrived. */
+  requestDone(type: string, ms: number): void {
+    this.#requestDurations.observe(type, ms / 1000);
+  }
+
+  /** Serves `klog_connections_open` from `read` (the broker's set of connections). */
+  countConnections(read: () => number): void {
+    new Gauge({
+      name: 'klog_connections_open',
+      help: 'Client connections open',
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
+
   /** Counts one error of the given code name. */
   error(code: string): void {
     this.#errors.inc({ code });
@@ -197,9 +246,32 @@ export class BrokerMetrics {
     return hit?.value ?? 0;
   }
 
-  /** The Prometheus text exposition of every metric. */
-  text(): Promise<string> {
-    return this.registry.metrics();
+  /**
+   * The Prometheus text exposition of every metric.
+   * @param options.partitions also the per-partition gauges (`klog_log_*{topic,partition}`)
+   */
+  async text(options: { partitions?: boolean } = {}): Promise<string> {
+    const text = await this.registry.metrics();
+    return options.partitions === true ? text + this.#partitionText() : text;
+  }
+
+  /** The per-partition gauges as exposition text, each log's label string made once. */
+  #partitionText(): string {
+    const logs = [...this.#logs.logs()];
+    const labels = logs.map((log) => {
+      let l = this.#labels.get(log);
+      if (l === undefined) {
+        l = `{topic="${escapeLabel(log.topic)}",partition="${log.partition}"}`;
+        this.#labels.set(log, l);
+      }
+      return l;
+    });
+    let out = '';
+    for (const [name, help, read] of partitionGauges) {
+      out += `\n# HELP ${name} ${help}\n# TYPE ${name} gauge\n`;
+      for (let i = 0; i < logs.length; i++) out += `${name}${labels[i]!} ${read(logs[i]!)}\n`;
+    }
+    return out;
   }
 
   /** A plain-object snapshot for logging: metric name → `labels` → value (histograms as count and sum). */
@@ -221,19 +293,83 @@ export class BrokerMetrics {
   }
 }
 
+/** The per-partition gauges: name, help, value. */
+const partitionGauges: readonly (readonly [string, string, (log: Log) => number])[] = [
+  ['klog_log_end_offset', 'End offset of everything appended, by partition', (log) => log.logEndOffset],
+  ['klog_log_flushed_end_offset', 'End offset visible to consumers (flushed), by partition', (log) => log.visibleEnd],
+  ['klog_log_size_bytes', 'Bytes of all segments, by partition', (log) => log.sizeInBytes],
+  ['klog_log_segments', 'Segment files, by partition', (log) => log.segmentCount],
+];
+
+/** A label value escaped for the text format (backslash, double quote, newline). */
+function escapeLabel(value: string): string {
+  return value.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`));
+}
+
+/** Upper bounds (seconds) of the request duration buckets. */
+const durationBuckets = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
 /**
- * Serves `GET /metrics` (Prometheus text format) on `host:port`; any other path answers 404.
+ * A histogram by one label (`type`) kept as plain numbers, registered as a prom-client metric:
+ * an observe is a bucket scan and three additions (prom-client's own observe hashes its labels
+ * each time), the exposition is made when the registry is read.
+ */
+class DurationHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  readonly #byType = new Map<string, { buckets: Float64Array; sum: number; count: number }>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+
+  observe(type: string, seconds: number): void {
+    let h = this.#byType.get(type);
+    if (h === undefined) this.#byType.set(type, (h = { buckets: new Float64Array(durationBuckets.length), sum: 0, count: 0 }));
+    let i = 0;
+    while (i < durationBuckets.length && seconds > durationBuckets[i]!) i++;
+    if (i < durationBuckets.length) h.buckets[i]!++;
+    h.sum += seconds;
+    h.count++;
+  }
+
+  /** The values as prom-client's histograms give them (cumulative buckets, then sum and count). */
+  async get(): Promise<{ name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: { value: number; labels: Record<string, string | number>; metricName: string }[] }> {
+    const values: { value: number; labels: Record<string, string | number>; metricName: string }[] = [];
+    for (const [type, h] of this.#byType) {
+      let cumulative = 0;
+      durationBuckets.forEach((le, i) => {
+        cumulative += h.buckets[i]!;
+        values.push({ value: cumulative, labels: { le, type }, metricName: `${this.name}_bucket` });
+      });
+      values.push({ value: h.count, labels: { le: '+Inf', type }, metricName: `${this.name}_bucket` });
+      values.push({ value: h.sum, labels: { type }, metricName: `${this.name}_sum` });
+      values.push({ value: h.count, labels: { type }, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: 'histogram', aggregator: 'sum', values };
+  }
+
+  reset(): void {
+    this.#byType.clear();
+  }
+}
+
+/**
+ * Serves `GET /metrics` (Prometheus text format) on `host:port`, with the per-partition gauges
+ * for `GET /metrics?partitions=true`; any other path answers 404.
  * @param port 0 picks a free port
  * @returns the server and the port it listens on
  * @throws the listen error (e.g. EADDRINUSE)
  */
 export async function serveMetrics(metrics: BrokerMetrics, host: string, port: number): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {
-    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try GET /metrics\n');
+    const url = new URL(req.url ?? '/', 'http://broker');
+    if (req.method !== 'GET' || url.pathname !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try GET /metrics (per partition: /metrics?partitions=true)\n');
       return;
     }
-    metrics.text().then(
+    metrics.text({ partitions: url.searchParams.get('partitions') === 'true' }).then(
       (body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body),
       (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${(err as Error).message}\n`),
     );

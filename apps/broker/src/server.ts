@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
-import { LogManager, defaultReadPath, sendfileSupport, type ReadPath } from '@klog/storage';
+import { LogManager, defaultReadPath, flusherKind, sendfileSupport, type ReadPath } from '@klog/storage';
 import { crcSupport } from '@klog/protocol';
 import { pino, type Logger } from 'pino';
 import { ConfigError, resolveConfig, type BrokerConfig } from './config.js';
@@ -52,6 +52,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const metrics = new BrokerMetrics(readPath, logs);
   const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal };
   const connections = new Set<Connection>();
+  metrics.countConnections(() => connections.size);
   const server: Server = createServer((socket) => {
     const c = new Connection(ctx, socket);
     connections.add(c);
@@ -111,6 +112,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       readPath,
       ...(readPath === 'read-write' && config.readPath !== 'read-write' ? { sendfileUnavailable: sendfileSupport.reason } : {}),
       crcPath: crcSupport.path,
+      flushPolicy: config.flushPolicy,
+      flusher: flusherKind,
       ...(crcSupport.reason !== undefined ? { crcAddonUnavailable: crcSupport.reason } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
       ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}),

@@ -238,8 +238,8 @@ describe('broker (standalone)', () => {
     expect(await waiting()).toBe(0);
   });
 
-  it('shows only flushed messages to fetches', async () => {
-    await start({ flushMessages: 1000, flushIntervalMs: 60_000 });
+  it('shows only flushed messages to fetches (flush.policy=interval)', async () => {
+    await start({ flushPolicy: 'interval', flushMessages: 1000, flushIntervalMs: 60_000 });
     const c = await client();
     const r = await produceAck(c, 'f', 0, encodeMessageSet(payloads(5, 10)), AckLevel.Appended);
     expect(r.nextOffset).toBe(100);

@@ -48,6 +48,14 @@ describe('broker configuration', () => {
     expect(() => resolveConfig({})).toThrow(/log dir is required/);
   });
 
+  it('reads flush.policy and flush.threads, group commit by default', () => {
+    expect(resolveConfig({ logDir: '/x' })).toMatchObject({ flushPolicy: 'group', flushThreads: 4 });
+    expect(readPropertiesFile(propertiesFile('flush.policy=interval\nflush.threads=8'))).toEqual({ flushPolicy: 'interval', flushThreads: 8 });
+    expect(() => readPropertiesFile(propertiesFile('flush.policy=sometimes'))).toThrow(/flush\.policy: expected one of group, interval, got "sometimes"/);
+    expect(() => readPropertiesFile(propertiesFile('flush.threads=0'))).toThrow(/flush\.threads: expected an integer >= 1/);
+    expect(() => readPropertiesFile(propertiesFile('flush.threads=65'))).toThrow(/flush\.threads 65 is above 64/);
+  });
+
   it('starts from --config, with flags taking precedence', async () => {
     const logDir = tempDir();
     dirs.push(logDir);

@@ -16,7 +16,9 @@ import {
   encodeFetchRequest,
   encodeMessageSet,
   encodeMultiFetchRequest,
+  encodeOffsetsRequest,
   encodeProduceAckRequest,
+  encodeProduceRequest,
   iterateMessageSet,
   type FetchRequest,
 } from '@klog/protocol';
@@ -270,11 +272,14 @@ describe('metrics', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/text\/plain/);
     const text = await res.text();
-    const sample = (name: string, labels: string): number => {
-      const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `) || (labels === '' && l.startsWith(`${name} `)));
-      if (line === undefined) throw new Error(`no sample ${name}{${labels}} in:\n${text}`);
-      return Number(line.slice(line.lastIndexOf(' ') + 1));
-    };
+    const sampleOf =
+      (body: string) =>
+      (name: string, labels: string): number => {
+        const line = body.split('\n').find((l) => l.startsWith(`${name}{${labels}} `) || (labels === '' && l.startsWith(`${name} `)));
+        if (line === undefined) throw new Error(`no sample ${name}{${labels}} in:\n${body}`);
+        return Number(line.slice(line.lastIndexOf(' ') + 1));
+      };
+    const sample = sampleOf(text);
     expect(sample('klog_messages_in_total', 'topic="m"')).toBe(25);
     expect(sample('klog_bytes_in_total', 'topic="m"')).toBe(set.length);
     expect(sample('klog_bytes_out_total', 'topic="m"')).toBe(set.length);
@@ -282,10 +287,27 @@ describe('metrics', () => {
     expect(sample('klog_requests_total', 'type="Fetch"')).toBe(2);
     expect(sample('klog_requests_total', 'type="ProduceAck"')).toBe(1);
     expect(sample('klog_errors_total', 'code="InvalidMessageOffset"')).toBe(1);
-    expect(sample('klog_log_end_offset', 'topic="m",partition="1"')).toBe(set.length);
-    expect(sample('klog_log_flushed_end_offset', 'topic="m",partition="1"')).toBe(set.length);
-    expect(sample('klog_log_size_bytes', 'topic="m",partition="1"')).toBe(set.length);
-    expect(sample('klog_log_end_offset', 'topic="m",partition="0"')).toBe(0);
+    // Totals always; the per-partition gauges only when asked for.
+    expect(sample('klog_partitions', '')).toBe(2);
+    expect(sample('klog_logs_size_bytes', '')).toBe(set.length);
+    expect(sample('klog_logs_unflushed_bytes', '')).toBe(0);
+    expect(text).not.toMatch(/^klog_log_end_offset/m);
+    const perPartition = await (await fetch(`http://127.0.0.1:${a.metricsPort}/metrics?partitions=true`)).text();
+    const partitionSample = sampleOf(perPartition);
+    expect(partitionSample('klog_log_end_offset', 'topic="m",partition="1"')).toBe(set.length);
+    expect(partitionSample('klog_log_flushed_end_offset', 'topic="m",partition="1"')).toBe(set.length);
+    expect(partitionSample('klog_log_size_bytes', 'topic="m",partition="1"')).toBe(set.length);
+    expect(partitionSample('klog_log_segments', 'topic="m",partition="1"')).toBe(1);
+    expect(partitionSample('klog_log_end_offset', 'topic="m",partition="0"')).toBe(0);
+    expect(perPartition).toMatch(/^# TYPE klog_log_end_offset gauge$/m);
+    // Request latency by type (two fetches and one acknowledged produce), connections, messages out, the process.
+    expect(sample('klog_request_duration_seconds_count', 'type="Fetch"')).toBe(2);
+    expect(sample('klog_request_duration_seconds_bucket', 'le="+Inf",type="ProduceAck"')).toBe(1);
+    expect(sample('klog_request_duration_seconds_sum', 'type="Fetch"')).toBeGreaterThan(0);
+    expect(sample('klog_connections_open', '')).toBe(1);
+    expect(sample('klog_messages_out_estimated_total', 'topic="m"')).toBe(25);
+    expect(sample('process_cpu_user_seconds_total', '')).toBeGreaterThan(0);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
     expect(sample('klog_flushes_total', 'result="ok"')).toBeGreaterThanOrEqual(1);
     expect(sample('klog_flush_duration_seconds_count', '')).toBe(sample('klog_flushes_total', 'result="ok"'));
     const active = sendfileSupport.available ? 'sendfile' : 'read-write';
@@ -294,6 +316,23 @@ describe('metrics', () => {
     expect(sample('klog_crc_path', `path="${crcSupport.path}"`)).toBe(1);
     expect(sample('klog_crc_path', `path="${crcSupport.path === 'native' ? 'js' : 'native'}"`)).toBe(0);
     expect((await fetch(`http://127.0.0.1:${a.metricsPort}/other`)).status).toBe(404);
+  });
+
+  it('counts rejected produces in klog_errors_total: too large and wrong partition, fire-and-forget and acknowledged', async () => {
+    const a = await start('sendfile', { numPartitions: 2, maxMessageBytes: 100 });
+    const c = await client(a);
+    const big = encodeMessageSet([Buffer.alloc(101)]);
+    const small = encodeMessageSet([Buffer.from('ok')]);
+    await c.request(encodeProduceAckRequest({ acks: AckLevel.Appended, partitions: [{ topic: 'e', partition: 0, messages: small }] })); // topic e: 2 partitions
+    c.send(encodeProduceRequest({ topic: 'e', partition: 0, messages: big })); // fire-and-forget: no answer to carry the error
+    c.send(encodeProduceRequest({ topic: 'e', partition: 5, messages: small }));
+    const acked = decodeProduceAckResponse(
+      new Decoder((await c.request(encodeProduceAckRequest({ acks: AckLevel.Appended, partitions: [{ topic: 'e', partition: 0, messages: big }, { topic: 'e', partition: 7, messages: small }] }))).body),
+    );
+    expect(acked.map((r) => r.errorCode)).toEqual([ErrorCode.MessageSizeTooLarge, ErrorCode.WrongPartition]);
+    expect((await c.request(encodeOffsetsRequest({ topic: 'e', partition: 9, time: -1, maxOffsets: 1 }))).code).toBe(ErrorCode.WrongPartition);
+    expect(await a.metrics.value('klog_errors_total', { code: 'MessageSizeTooLarge' })).toBe(2);
+    expect(await a.metrics.value('klog_errors_total', { code: 'WrongPartition' })).toBe(3);
   });
 
   it('logs the metrics port chosen for --metrics-port 0', async () => {

@@ -24,6 +24,7 @@
  * | `auto.offset.reset` | autoOffsetReset |
  * | `drop.one.in` | dropOneIn |
  * | `audit.window.ms` (0: no audit) / `audit.topic` | auditWindowMs / auditTopic |
+ * | `metrics.port` / `metrics.host` | metricsPort / metricsHost |
  * | `on.gap` (`fail` or `continue`) | onGap |
  */
 import { readFileSync } from 'node:fs';
@@ -88,6 +89,10 @@ export interface MirrorConfig {
   auditWindowMs: number;
   /** The audit topic: never mirrored, counts published to it in the target; default `__audit`. */
   auditTopic: string;
+  /** Port of the Prometheus `/metrics` endpoint (docs/metrics.md); 0 picks a free one, which is logged; absent: none. */
+  metricsPort?: number;
+  /** Address the metrics endpoint listens on; default 127.0.0.1. */
+  metricsHost: string;
   /**
    * What a gap does (source retention deleted messages before they were copied): `fail` (the
    * default) stops the mirror with exit code 1 and commits nothing past the gap; `continue` logs
@@ -115,6 +120,7 @@ export const defaultMirrorConfig = {
   dropOneIn: 0,
   auditWindowMs: defaultAuditWindowMs,
   auditTopic: defaultAuditTopic,
+  metricsHost: '127.0.0.1',
   onGap: 'fail',
 } as const satisfies Partial<MirrorConfig>;
 
@@ -136,7 +142,11 @@ const numeric: ReadonlyArray<readonly [keyof MirrorConfig, string, number]> = [
   ['rebalanceBackoffMs', 'rebalance.backoff.ms', 0],
   ['dropOneIn', 'drop.one.in', 0],
   ['auditWindowMs', 'audit.window.ms', 0],
+  ['metricsPort', 'metrics.port', 0],
 ];
+
+/** Numeric settings that may be absent. */
+const optionalNumeric = new Set<keyof MirrorConfig>(['metricsPort']);
 
 const stringKeys: ReadonlyArray<readonly [keyof MirrorConfig, string[]]> = [
   ['target', ['target']],
@@ -145,6 +155,7 @@ const stringKeys: ReadonlyArray<readonly [keyof MirrorConfig, string[]]> = [
   ['blacklist', ['blacklist']],
   ['autoOffsetReset', ['auto.offset.reset']],
   ['auditTopic', ['audit.topic']],
+  ['metricsHost', ['metrics.host']],
   ['onGap', ['on.gap']],
 ];
 
@@ -235,8 +246,11 @@ export function resolveConfig(partial: Partial<MirrorConfig>): MirrorConfig {
   if ((c.whitelist === undefined) === (c.blacklist === undefined)) throw new ConfigError('give exactly one of --whitelist and --blacklist');
   topicFilter(c);
   for (const [field, where, least] of numeric) {
-    parseIntSetting((c as unknown as Record<string, unknown>)[field], where, least);
+    const value = (c as unknown as Record<string, unknown>)[field];
+    if (value === undefined && optionalNumeric.has(field)) continue;
+    parseIntSetting(value, where, least);
   }
+  if (c.metricsPort !== undefined && c.metricsPort > 65535) throw new ConfigError(`metrics.port ${c.metricsPort} is above 65535`);
   if (c.acks !== 1 && c.acks !== 2) throw new ConfigError(`acks ${String(c.acks)} must be 1 or 2 (the mirror commits only what the target acknowledged)`);
   if (c.auditWindowMs !== 0 && c.auditWindowMs < minAuditWindowMs) throw new ConfigError(`audit.window.ms ${c.auditWindowMs} must be 0 (no audit) or at least ${minAuditWindowMs}`);
   try {

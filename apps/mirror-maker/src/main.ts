@@ -44,6 +44,8 @@ const program = new Command('klog-mirror-maker')
   .option('--drop-one-in <n>', 'TESTING AID: drop one message in n instead of copying it (exercises audits); 0 off', int('--drop-one-in'))
   .option('--audit-window-ms <ms>', 'window of the audit counts published to the target\'s audit topic (default 600000; 0: no audit)', int('--audit-window-ms'))
   .option('--audit-topic <topic>', 'the audit topic: never mirrored; counts go to it in the target (default __audit)')
+  .option('--metrics-port <port>', 'serve Prometheus metrics (copied, lag, gaps) on this port, 0 picks a free one (metrics.port)', int('--metrics-port'))
+  .option('--metrics-host <host>', 'address of the metrics endpoint (default 127.0.0.1)')
   .option('--on-gap <what>', 'when source retention deleted messages before they were copied: fail (default: exit 1, commit nothing past the gap) or continue (log it, copy on)')
   .option('--log-level <level>', 'pino level (default info)')
   .showHelpAfterError(false);
@@ -57,6 +59,7 @@ async function main(): Promise<void> {
     'target', 'group', 'whitelist', 'blacklist', 'numStreams', 'commitIntervalMs', 'statsIntervalMs', 'releaseFlushTimeoutMs',
     'shutdownTimeoutMs', 'maxInFlightMessages', 'retryBackoffMs', 'retryBackoffMaxMs', 'acks', 'batchSize', 'lingerMs',
     'zkSessionTimeoutMs', 'rebalanceMaxRetries', 'rebalanceBackoffMs', 'autoOffsetReset', 'dropOneIn', 'auditWindowMs', 'auditTopic', 'onGap',
+    'metricsPort', 'metricsHost',
   ];
   for (const k of keys) if (o[k] !== undefined) (settings as Record<string, unknown>)[k] = o[k];
   // A whitelist flag replaces a blacklist from the file and the other way round.

@@ -8,8 +8,10 @@
  * (tier `mirror`, docs/audit.md).
  */
 import { AuditCounter, ZkProducer } from '@klog/client';
+import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { MirrorConfig } from './config.js';
+import { mirrorMetrics, serveMirrorMetrics } from './metrics.js';
 import { SourceMirror } from './source-mirror.js';
 
 /** How often a running mirror checks that no source shares brokers with the target, in ms. */
@@ -33,6 +35,10 @@ export class MirrorMaker {
   private closed = false;
   /** Checks, every {@link selfCheckIntervalMs}, that no source has become the target. */
   private selfCheck: NodeJS.Timeout | undefined;
+  /** The metrics endpoint, when `metricsPort` is set. */
+  private metricsServer: Server | undefined;
+  /** The port the metrics endpoint listens on, once started with `metricsPort`. */
+  metricsPort: number | undefined;
   /** Called once when the mirror stops on its own because of a fatal condition. */
   onFatal: (err: Error) => void = () => {};
 
@@ -73,8 +79,9 @@ export class MirrorMaker {
    * Starts every source. Refuses a source whose brokers are brokers of the target too (the same
    * cluster reached through another connect string): a cluster is never mirrored into itself.
    * The check is repeated every {@link selfCheckIntervalMs} while running, since brokers may
-   * register after the start; then the mirror stops and `onFatal` is called.
-   * @throws Error naming the source and the shared brokers
+   * register after the start; then the mirror stops and `onFatal` is called. With `metricsPort`
+   * it then serves its metrics (docs/metrics.md).
+   * @throws Error naming the source and the shared brokers; the listen error of the metrics port
    */
   async start(): Promise<void> {
     this.audit?.start();
@@ -93,7 +100,13 @@ export class MirrorMaker {
       );
     }, selfCheckIntervalMs);
     this.selfCheck.unref();
-    this.logger.info({ sources: this.config.sources, target: this.config.target, group: this.config.group, whitelist: this.config.whitelist, blacklist: this.config.blacklist }, 'mirror maker started');
+    if (this.config.metricsPort !== undefined) {
+      const registry = mirrorMetrics(this.sources);
+      ({ server: this.metricsServer, port: this.metricsPort } = await serveMirrorMetrics(registry, this.config.metricsHost, this.config.metricsPort));
+    }
+    const { sources, target, group, whitelist, blacklist } = this.config;
+    const metrics = this.metricsPort !== undefined ? { metricsPort: this.metricsPort } : {};
+    this.logger.info({ sources, target, group, whitelist, blacklist, ...metrics }, 'mirror maker started');
   }
 
   /** Stops the mirror because of `err` (once), then calls `onFatal`. */
@@ -119,6 +132,8 @@ export class MirrorMaker {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.selfCheck);
+    this.metricsServer?.closeAllConnections();
+    this.metricsServer?.close();
     await Promise.all(this.sources.map((s) => s.close()));
     await this.audit?.close().catch((err: unknown) => this.logger.warn({ err }, 'publishing the last audit counts failed'));
     for (const p of [this.producer, this.stampedProducer, ...(this.auditProducer ? [this.auditProducer] : [])]) await p.close().catch((err: unknown) => this.logger.warn({ err }, 'producer close failed'));

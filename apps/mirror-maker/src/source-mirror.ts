@@ -59,8 +59,18 @@ export function targetRecord(m: SourceMessage): ZkProducerRecord {
   };
 }
 
+/** What {@link SourceMirror.stats} gives. */
+export interface MirrorStats {
+  readonly copied: number;
+  readonly dropped: number;
+  readonly inFlight: number;
+  readonly gaps: number;
+  readonly gapBytes: number;
+  readonly partitions: readonly PartitionStats[];
+}
+
 /** One source partition in a progress log line. */
-interface PartitionStats {
+export interface PartitionStats {
   topic: string;
   brokerId: number;
   partition: number;
@@ -100,6 +110,10 @@ export class SourceMirror {
   private lastStats = { t: Date.now(), acked: 0 };
   /** Gaps reported since start. */
   gaps = 0;
+  /** Bytes of source log lost in those gaps. */
+  gapBytes = 0;
+  /** The owned partitions as the last progress line found them (every `stats.interval.ms`). */
+  private lastPartitions: readonly PartitionStats[] = [];
   /** Called once when a gap stops the mirror (`onGap` `fail`), with the error to report. */
   onFatal: (err: Error) => void = () => {};
   /** Partitions whose gap stopped the mirror: nothing of them past the gap is copied or committed. */
@@ -132,6 +146,16 @@ export class SourceMirror {
     await this.watch.ready;
     this.commitTimer = setInterval(() => void this.commit(), this.config.commitIntervalMs);
     this.statsTimer = setInterval(() => void this.logStats(), this.config.statsIntervalMs);
+  }
+
+  /**
+   * What the metrics serve: messages copied (acknowledged by the target), dropped by the
+   * `dropOneIn` testing aid and in flight, gaps and their bytes, and the owned partitions as the
+   * last progress line found them (lag in bytes, refreshed every `statsIntervalMs`).
+   */
+  stats(): MirrorStats {
+    const { acked: copied, dropped, outstanding: inFlight } = this.sender;
+    return { copied, dropped, inFlight, gaps: this.gaps, gapBytes: this.gapBytes, partitions: this.lastPartitions };
   }
 
   /** The `host:port` of the source's live brokers. */
@@ -337,6 +361,7 @@ export class SourceMirror {
     if (e.earliest !== undefined && e.from < e.earliest) {
       this.gaps++;
       const to = e.to ?? e.earliest;
+      this.gapBytes += to - e.from;
       const fail = this.config.onGap === 'fail';
       // Before anything else: nothing of this partition past the gap is copied (so nor committed).
       if (fail) this.gapped.add(partitionKey(e));
@@ -408,6 +433,7 @@ export class SourceMirror {
         inFlight: p?.pending ?? 0,
       });
     }
+    this.lastPartitions = partitions;
     const lag = partitions.reduce((n, p) => n + (p.lag ?? 0), 0);
     this.logger.info(
       { source: this.source, rate: Math.round(rate), acked, inFlight: this.sender.outstanding, retrying: this.sender.isRetrying, lagBytes: lag, partitions },

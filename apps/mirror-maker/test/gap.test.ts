@@ -2,7 +2,8 @@
  * Source retention deleting data the mirror had not copied yet. The mirror logs an error naming
  * the topic, the broker-partition and the lost offset range, in bytes and (estimated) messages;
  * with `--on-gap continue` it goes on mirroring, with `--on-gap fail` (the default) it exits 1
- * with one line on stderr and commits nothing past the gap.
+ * with one line on stderr and commits nothing past the gap. Its metrics port counts the gap, its
+ * bytes and the messages copied, and shows the lag.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { SimpleConsumer, type ZkProducer } from '@klog/client';
@@ -89,7 +90,7 @@ describe('klog-mirror-maker and source retention', () => {
   it('--on-gap continue: reports the range retention deleted before it was copied, then continues', async () => {
     const g = await makeGap('gappy', ['--on-gap', 'continue']);
     try {
-      const mirror = await new MirrorProcess(mirrorArgs([g.source.zookeeper], g.target.zookeeper, 'gappy', ['--whitelist', 'logs', '--on-gap', 'continue'])).mirroring(1);
+      const mirror = await new MirrorProcess(mirrorArgs([g.source.zookeeper], g.target.zookeeper, 'gappy', ['--whitelist', 'logs', '--on-gap', 'continue', '--metrics-port', '0'])).mirroring(1);
       await waitFor('the gap error', () => mirror.logs(/^gap:/).length > 0, 20_000);
       const gap = mirror.logs(/^gap:/)[0]!;
       console.log(`gap: ${gap.msg}`);
@@ -111,6 +112,25 @@ describe('klog-mirror-maker and source retention', () => {
       expect(g.first.every((s) => counts.get(s.value) === 1)).toBe(true);
       expect(g.lost.some((s) => counts.has(s.value))).toBe(false);
       expect(after.every((s) => counts.get(s.value) === 1)).toBe(true);
+
+      // The metrics port: the gap and its bytes, the messages copied, and the lag (as of the last progress line).
+      await waitFor('the metrics port', () => mirror.logs(/^mirror maker started$/).length > 0);
+      const metricsUrl = `http://127.0.0.1:${mirror.logs(/^mirror maker started$/)[0]!.metricsPort as number}/metrics`;
+      const sample = (text: string, name: string, labels: string): number | undefined => {
+        const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
+        return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+      };
+      const bySource = `source="${g.source.zookeeper}"`;
+      let text = '';
+      await waitFor('the lag in the metrics', async () => {
+        text = await (await fetch(metricsUrl)).text();
+        return sample(text, 'klog_mirror_partition_lag_bytes', `${bySource},topic="logs",partition="0-0"`) !== undefined;
+      }, 20_000);
+      expect(sample(text, 'klog_mirror_gaps_total', bySource)).toBe(1);
+      expect(sample(text, 'klog_mirror_gap_bytes_total', bySource)).toBe(g.end - g.committed);
+      expect(sample(text, 'klog_mirror_messages_copied_total', bySource)).toBeGreaterThanOrEqual(after.length);
+      expect(sample(text, 'klog_mirror_lag_bytes', bySource)).toBeLessThan(2048); // a trickle of one message every 200 ms
+      expect(text).toMatch(/^process_cpu_user_seconds_total /m);
       expect(await mirror.stop()).toBe(0);
     } finally {
       await g.close();

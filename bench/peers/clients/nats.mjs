@@ -8,9 +8,12 @@
  *          (stream info, polled every 5 ms after the last PONG).
  * consume: a durable pull consumer with AckPolicy none, read with consume() in pull batches of
  *          1000 messages, until N messages.
+ * latency: the fixed-rate probe of `klog perf latency` (lib/common.mjs latencyProbe): core
+ *          publishes of the messages due each ms, read by an ordered consumer (JetStream's
+ *          lowest-latency consumer: no acks, flow control by the server) from the stream's end.
  */
 import { AckPolicy, connect, DeliverPolicy, RetentionPolicy, StorageType } from 'nats';
-import { args, deadline, now, payloadOf, report, run, secondsSince, sleep } from '../lib/common.mjs';
+import { args, deadline, latencyProbe, now, payloadOf, report, run, secondsSince, sleep } from '../lib/common.mjs';
 
 const a = args();
 const stream = a.dest.toUpperCase();
@@ -23,7 +26,8 @@ run(async () => {
       await jsm.streams.add({ name: stream, subjects: [a.dest], storage: StorageType.File, retention: RetentionPolicy.Limits, num_replicas: 1 });
       return;
     }
-    if (a.mode === 'produce') await Promise.race([produce(nc, jsm), deadline(a.timeoutMs, 'produce')]);
+    if (a.mode === 'latency') await Promise.race([latency(nc), deadline(a.timeoutMs, 'latency')]);
+    else if (a.mode === 'produce') await Promise.race([produce(nc, jsm), deadline(a.timeoutMs, 'produce')]);
     else await Promise.race([consume(nc, jsm), deadline(a.timeoutMs, 'consume')]);
   } finally {
     await nc.close().catch(() => {});
@@ -74,4 +78,24 @@ async function consume(nc, jsm) {
   const seconds = secondsSince(t0);
   messages.stop();
   report('consume', n, bytes, seconds, { ackPolicy: 'none', pullBatch: 1000 });
+}
+
+async function latency(nc) {
+  const js = nc.jetstream();
+  let messages;
+  const r = await latencyProbe(
+    a,
+    async (onMessage) => {
+      const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.New });
+      messages = await consumer.consume();
+      (async () => {
+        for await (const m of messages) onMessage(m.data);
+      })();
+    },
+    (payloads) => {
+      for (const p of payloads) nc.publish(a.dest, p);
+    },
+  );
+  messages.stop();
+  process.stdout.write(`${JSON.stringify({ ...r, consumer: 'ordered' })}\n`);
 }

@@ -7,9 +7,12 @@
  *          clock stops when the last pipeline's replies are in (XADD replies after the append).
  * consume: `XREAD COUNT 1000 STREAMS <dest> <last id>` in a loop, one request at a time, until
  *          N messages.
+ * latency: the fixed-rate probe of `klog perf latency` (lib/common.mjs latencyProbe): the
+ *          messages due each ms as one pipeline of XADDs, read on a second connection with
+ *          `XREAD BLOCK 0 COUNT 1000 STREAMS <dest> <last id>` from the stream's end ($).
  */
 import Redis from 'ioredis';
-import { args, deadline, now, payloadOf, report, run, secondsSince } from '../lib/common.mjs';
+import { args, deadline, latencyProbe, now, payloadOf, report, run, secondsSince } from '../lib/common.mjs';
 
 const a = args();
 
@@ -21,7 +24,8 @@ run(async () => {
       await redis.ping();
       return;
     }
-    if (a.mode === 'produce') await Promise.race([produce(redis), deadline(a.timeoutMs, 'produce')]);
+    if (a.mode === 'latency') await Promise.race([latency(redis), deadline(a.timeoutMs, 'latency')]);
+    else if (a.mode === 'produce') await Promise.race([produce(redis), deadline(a.timeoutMs, 'produce')]);
     else await Promise.race([consume(redis), deadline(a.timeoutMs, 'consume')]);
   } finally {
     redis.disconnect();
@@ -82,4 +86,40 @@ async function consume(redis) {
   }
   const seconds = secondsSince(t0);
   report('consume', n, bytes, seconds, { count: 1000 });
+}
+
+async function latency(redis) {
+  const reader = new Redis({ host: '127.0.0.1', port: a.port, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+  await reader.connect();
+  const key = Buffer.from(a.dest);
+  const field = Buffer.from('d');
+  let reading = true;
+  try {
+    const r = await latencyProbe(
+      a,
+      async (onMessage) => {
+        let last = '$';
+        (async () => {
+          while (reading) {
+            const res = await reader.xreadBuffer('BLOCK', 0, 'COUNT', 1000, 'STREAMS', a.dest, last).catch(() => null);
+            if (!res) continue;
+            for (const [id, fields] of res[0][1]) {
+              onMessage(fields[1]);
+              last = id;
+            }
+          }
+        })();
+      },
+      (payloads) => {
+        if (payloads.length === 1) return redis.xadd(key, '*', field, payloads[0]);
+        const p = redis.pipeline();
+        for (const v of payloads) p.xadd(key, '*', field, v);
+        return p.exec();
+      },
+    );
+    process.stdout.write(`${JSON.stringify({ ...r, consumer: 'XREAD BLOCK' })}\n`);
+  } finally {
+    reading = false;
+    reader.disconnect();
+  }
 }

@@ -6,7 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 
-/** `node clients/X.mjs <setup|produce|consume> --port P --dest D [--messages N] [--size S] [--batch B] [--max-in-flight M] [--timeout-s T]` */
+/**
+ * `node clients/X.mjs <setup|produce|consume|latency> --port P --dest D [--messages N] [--size S]
+ * [--batch B] [--max-in-flight M] [--timeout-s T] [--rate R --seconds S --warmup-seconds W]`
+ */
 export function args() {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
@@ -18,10 +21,13 @@ export function args() {
       batch: { type: 'string', default: '1' },
       'max-in-flight': { type: 'string', default: '10000' },
       'timeout-s': { type: 'string', default: '300' },
+      rate: { type: 'string', default: '1000' },
+      seconds: { type: 'string', default: '10' },
+      'warmup-seconds': { type: 'string', default: '1' },
     },
   });
   const mode = positionals[0];
-  if (!['setup', 'produce', 'consume'].includes(mode)) throw new Error(`mode must be setup, produce or consume, not ${mode}`);
+  if (!['setup', 'produce', 'consume', 'latency'].includes(mode)) throw new Error(`mode must be setup, produce, consume or latency, not ${mode}`);
   const port = Number(values.port);
   if (!(port > 0)) throw new Error('--port is required');
   return {
@@ -33,6 +39,9 @@ export function args() {
     batch: Number(values.batch),
     maxInFlight: Number(values['max-in-flight']),
     timeoutMs: Number(values['timeout-s']) * 1000,
+    rate: Number(values.rate),
+    seconds: Number(values.seconds),
+    warmupSeconds: Number(values['warmup-seconds']),
   };
 }
 
@@ -70,4 +79,38 @@ export function deadline(ms, what) {
     const t = setTimeout(() => reject(new Error(`${what}: timed out after ${ms / 1000} s`)), ms);
     t.unref();
   });
+}
+
+const klogLatency = await import(new URL('../../../tools/klog/dist/commands/perf-latency.js', import.meta.url).href);
+
+/**
+ * The fixed-rate probe of `klog perf latency`, for a peer: `subscribe(onMessage)` starts the
+ * peer's consumer (resolving once it is ready), which calls `onMessage(payload)` for each
+ * message as it arrives; `send(payloads)` publishes the stamped payloads (one call per 1 ms
+ * tick, the messages due). Resolves with the same JSON fields as
+ * `klog perf latency --json` once every message came back (or rejects after 10 s without).
+ * Pacing, stamps and percentiles are klog's own (tools/klog/src/commands/perf-latency.ts).
+ */
+export async function latencyProbe(a, subscribe, send) {
+  const warmup = a.rate * a.warmupSeconds;
+  const total = warmup + a.rate * a.seconds;
+  const latencies = new Float64Array(total - warmup);
+  let received = 0;
+  let measured = 0;
+  let allIn;
+  const done = new Promise((r) => (allIn = r));
+  const onMessage = (payload) => {
+    const now = performance.now();
+    if (received++ >= warmup && measured < latencies.length) latencies[measured++] = klogLatency.stampAgeMs(payload, now);
+    if (received >= total) allIn();
+  };
+  await subscribe(onMessage);
+  const template = Buffer.alloc(a.size, 0x61);
+  const pacing = await klogLatency.paced(a.rate, total, (count) => send(Array.from({ length: count }, () => klogLatency.stampedPayload(template))));
+  const timer = setTimeout(() => allIn(), 10_000);
+  await done;
+  clearTimeout(timer);
+  if (received < total) throw new Error(`the consumer received ${received} of ${total} messages within 10 s of the last send`);
+  const summary = klogLatency.summarizeLatencies(latencies.subarray(0, measured));
+  return { test: 'latency', rate: a.rate, seconds: a.seconds, warmupSeconds: a.warmupSeconds, size: a.size, sent: pacing.sent, received, sendRate: pacing.sent / pacing.seconds, maxScheduleLagMs: pacing.maxLagMs, ...summary };
 }

@@ -15,34 +15,23 @@
  * a wrapper it starts at the wrapper again and hands out the whole of it (at-least-once).
  * Decompression is capped by `maxDecompressedBytes` per fetch, against decompression bombs.
  *
- * The fast path: a fetch's message set is checked with one pass over its headers and one CRC
- * pass over its bytes (`scanMessageSet`), and each message's payload is a view (`subarray`) on
- * the received buffer, not a copy. {@link SimpleConsumer.messageBatches} keeps up to
+ * The fast path: a fetch's message set is read by the protocol's one message-set walker
+ * (`readMessageSet`): one pass over its headers and one CRC pass over its bytes, and each
+ * message's payload is a view on the received buffer, not a copy. {@link SimpleConsumer.messageBatches} keeps up to
  * `prefetch` fetches ready ahead of the batch the caller is working through: the next fetch is
  * on its way while the caller works.
  */
 import {
-  bufferView,
-  checkMessageAt,
-  CompressionCodec,
   decodeFetchResponse,
   decodeMetadataResponse,
-  decompressWrapper,
   decodeOffsetsResponse,
   encodeFetchRequest,
   encodeMetadataRequest,
   encodeOffsetsRequest,
   ErrorCode,
-  hasHeaderAttribute,
-  iterateInnerMessageSet,
-  lengthFieldBytes,
-  type Message,
-  messageCodec,
-  messageOverheadBytes,
+  type LogMessage,
   OffsetTime,
-  ProtocolError,
-  readMessageHeader,
-  scanMessageSet,
+  readMessageSet,
   validateTopic,
 } from '@klog/protocol';
 import { Connection } from './connection.js';
@@ -81,24 +70,8 @@ export interface FetchOptions {
   readonly maxWaitMs?: number;
 }
 
-/** One message received. */
-export interface ConsumedMessage {
-  /** Byte offset of the message in its partition (of its wrapper, for a message of a compressed set). */
-  readonly offset: number;
-  /**
-   * Where to resume to get every message after this one: `offset + 4 + length`; for a message of
-   * a compressed set, the wrapper's offset, or the wrapper's end for its last message.
-   */
-  readonly nextOffset: number;
-  /** The application's bytes (the value; any metadata header split off): a view on the received or decompressed bytes, not a copy. */
-  readonly payload: Buffer;
-  /** The key stored in the message's metadata header, if any. */
-  readonly key?: Buffer;
-  /** The creation time (ms since the epoch) stored in the message's metadata header, if any. */
-  readonly timestamp?: number;
-  /** The producing host stored in the message's metadata header, if any. */
-  readonly host?: string;
-}
+/** One message received: offset, next offset, value and metadata, as the message-set iterator reads it (docs/format.md §2a-§2b). */
+export type ConsumedMessage = LogMessage;
 
 /** What a fetch returned. */
 export interface FetchResult {
@@ -212,73 +185,42 @@ export class SimpleConsumer {
     if (decoded.errorCode === ErrorCode.OffsetOutOfRange) throw new OffsetOutOfRangeError(where, decoded.earliest, decoded.end);
     if (decoded.errorCode !== ErrorCode.None) throw new KlogBrokerError(decoded.errorCode, where);
 
-    const set = decoded.messages;
-    // One pass over the headers and one CRC pass over the bytes; messages up to validBytes are whole and valid.
-    const scan = scanMessageSet(set);
-    const messages: ConsumedMessage[] = [];
-    let nextOffset = offset;
-    /** Decompressed bytes left for this fetch. */
-    let budget = this.maxDecompressedBytes;
-    /** True when the fetch stopped before a wrapper that would go over the budget. */
-    let overBudget = false;
-    let invalid: string | undefined;
-    if (scan.stopReason !== undefined && !scan.partial) {
-      const check = checkMessageAt(set, scan.validBytes);
-      invalid = `invalid message at offset ${offset + scan.validBytes}: ${check.status === 'invalid' ? check.reason : scan.stopReason}`;
+    const read = await readMessageSet(decoded.messages, { baseOffset: offset, maxDecompressedBytes: this.maxDecompressedBytes });
+    const { messages, nextOffset, stop } = read;
+    const bytes = decoded.messages.length;
+    if (stop === undefined) return { messages, nextOffset, bytes };
+    if (stop.kind === 'partial') return stop.size === undefined ? { messages, nextOffset, bytes } : { messages, nextOffset, bytes, partialMessageBytes: stop.size };
+    if (stop.kind === 'overBudget') {
+      // Stop before this wrapper, unless it is the first (then it can never be read).
+      if (nextOffset > offset) return { messages, nextOffset, bytes };
+      throw new DecompressedTooLargeError(topic, partition, stop.offset, this.maxDecompressedBytes);
     }
-    let pos = 0;
-    try {
-      while (pos < scan.validBytes) {
-        const size = lengthFieldBytes + set.readInt32BE(pos);
-        const attributes = set[pos + 5]!;
-        const at = offset + pos;
-        if ((attributes & (hasHeaderAttribute | CompressionCodec.Gzip | CompressionCodec.Snappy)) === 0) {
-          messages.push({ offset: at, nextOffset: at + size, payload: bufferView(set, pos + messageOverheadBytes, pos + size) });
-        } else {
-          const message = { attributes, payload: bufferView(set, pos + messageOverheadBytes, pos + size) };
-          if (messageCodec(message) === CompressionCodec.None) {
-            messages.push(consumed(at, at + size, message));
-          } else {
-            const whole = messages.length;
-            const inner = await decompressWrapper(message, budget);
-            if (inner === undefined) {
-              // Over the budget: stop before this wrapper, unless it is the first (then it can never be read).
-              overBudget = messages.length > 0 || nextOffset > offset;
-              if (overBudget) break;
-              throw new DecompressedTooLargeError(topic, partition, at, this.maxDecompressedBytes);
-            }
-            budget -= inner.length;
-            try {
-              let last: ConsumedMessage | undefined;
-              for (const im of iterateInnerMessageSet(inner)) {
-                if (last) messages.push(last);
-                last = consumed(at, at, im);
-              }
-              if (last) messages.push({ ...last, nextOffset: at + size });
-            } catch (e) {
-              messages.length = whole; // none of a wrapper that holds an invalid message
-              throw e;
-            }
-          }
-        }
-        pos += size;
-        nextOffset = at + size;
-      }
-    } catch (e) {
-      if (!(e instanceof ProtocolError)) throw e;
-      invalid = e.message;
+    // The valid messages before the invalid one are delivered; the next fetch, from the
+    // invalid one, reports it.
+    if (nextOffset > offset) return { messages, nextOffset, bytes: nextOffset - offset };
+    throw new KlogBrokerError(ErrorCode.InvalidMessage, where, `received an invalid message, not delivered: invalid message at offset ${stop.offset}: ${stop.reason}`);
+  }
+
+  /**
+   * A {@link fetch} that returns at least one whole message whenever the partition has one at
+   * `offset`: while the next message is larger than the fetch size, the size is doubled (up to
+   * maxFetchBytes) and the fetch made again (docs/design.md §3). The one place a fetch size grows.
+   * @returns the fetch's result and the fetch size that got it (`maxBytes`); `messages` is empty
+   *   only when there is nothing new at `offset` (or only compressed sets with no message inside:
+   *   then `nextOffset` is past them)
+   * @throws MessageTooLargeError when the next message is larger than maxFetchBytes, and what
+   *   {@link fetch} throws
+   */
+  async fetchWhole(f: FetchOptions): Promise<FetchResult & { readonly maxBytes: number }> {
+    let size = f.maxBytes;
+    for (;;) {
+      const r = await this.fetch({ ...f, maxBytes: size });
+      if (r.messages.length > 0 || r.nextOffset > f.offset) return { ...r, maxBytes: size };
+      const needed = r.partialMessageBytes ?? (r.bytes > 0 ? size + 1 : 0);
+      if (needed <= size) return { ...r, maxBytes: size };
+      if (size >= this.maxFetchBytes) throw new MessageTooLargeError(f.topic, f.partition, f.offset, needed, this.maxFetchBytes);
+      while (size < needed && size < this.maxFetchBytes) size = Math.min(size * 2, this.maxFetchBytes);
     }
-    if (invalid !== undefined) {
-      // The valid messages before the invalid one are delivered; the next fetch, from the
-      // invalid one, reports it.
-      if (nextOffset > offset) return { messages, nextOffset, bytes: nextOffset - offset };
-      throw new KlogBrokerError(ErrorCode.InvalidMessage, { ...where, offset: nextOffset }, `received an invalid message, not delivered: ${invalid}`);
-    }
-    const rest = nextOffset - offset;
-    if (!overBudget && set.length - rest >= lengthFieldBytes) {
-      return { messages, nextOffset, bytes: set.length, partialMessageBytes: lengthFieldBytes + set.readInt32BE(rest) };
-    }
-    return { messages, nextOffset, bytes: set.length };
   }
 
   /**
@@ -398,16 +340,14 @@ export class SimpleConsumer {
     const maxWaitMs = options.maxWaitMs ?? defaultMaxWaitMs;
     const maxIdleBackoffMs = options.maxIdleBackoffMs ?? defaultMaxIdleBackoffMs;
     let offset = options.offset;
-    let size = fetchBytes;
     const idleBackoff = new Backoff({ initialMs: Math.min(minIdleBackoffMs, maxIdleBackoffMs), maxMs: maxIdleBackoffMs, jitter: 0 });
     while (!signal?.aborted) {
       const started = Date.now();
-      const r = await untilAborted(this.fetch({ topic, partition, offset, maxBytes: size, maxWaitMs }), signal);
+      const r = await untilAborted(this.fetchWhole({ topic, partition, offset, maxBytes: fetchBytes, maxWaitMs }), signal);
       if (r === undefined) return;
       if (r.messages.length > 0) {
-        if (last) last.full = r.bytes >= size;
+        if (last) last.full = r.bytes >= r.maxBytes;
         offset = r.nextOffset;
-        size = fetchBytes;
         idleBackoff.reset();
         yield r.messages;
         continue;
@@ -417,13 +357,7 @@ export class SimpleConsumer {
         offset = r.nextOffset;
         continue;
       }
-      // No whole message: either the next one is larger than the fetch size, or there is nothing new.
-      const needed = r.partialMessageBytes ?? (r.bytes > 0 ? size + 1 : 0);
-      if (needed > size) {
-        if (size >= this.maxFetchBytes) throw new MessageTooLargeError(topic, partition, offset, needed, this.maxFetchBytes);
-        while (size < needed && size < this.maxFetchBytes) size = Math.min(size * 2, this.maxFetchBytes);
-        continue;
-      }
+      // Nothing new at the log end.
       if (Date.now() - started < maxWaitMs || maxWaitMs === 0) {
         if (!(await sleep(idleBackoff.next(), signal))) return;
       }
@@ -506,13 +440,6 @@ class FetchQueue {
     this.taker = undefined;
     t?.();
   }
-}
-
-/** A received message with its metadata header split off. @throws ProtocolError (InvalidMessage) for a bad header */
-function consumed(offset: number, nextOffset: number, message: Pick<Message, 'attributes' | 'payload'>): ConsumedMessage {
-  const { header, value } = readMessageHeader(message);
-  if (header === undefined) return { offset, nextOffset, payload: value };
-  return { offset, nextOffset, payload: value, ...header };
 }
 
 /** Resolves with what `p` resolves to, or with undefined once `signal` aborts (a later failure of `p` is then ignored). */

@@ -19,7 +19,7 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { ErrorCode, ProtocolError } from './errors.js';
 import { hasHeaderAttribute } from './message-header.js';
-import { checkMessageAt, CompressionCodec, compressionCodecMask, decodeMessageAt, encodeMessage, type Message } from './message.js';
+import { CompressionCodec, compressionCodecMask, encodeMessage, type Message } from './message.js';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -68,29 +68,5 @@ export async function decompressWrapper(wrapper: Pick<Message, 'attributes' | 'p
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') return undefined;
     throw new ProtocolError(ErrorCode.InvalidMessage, `compressed payload does not decompress: ${(e as Error).message}`);
-  }
-}
-
-/**
- * The messages of a decompressed inner set, in order, each as {@link decodeMessageAt} gives it
- * with `position` its byte position in the inner set. Unlike a fetched set, an inner set must be
- * whole: a partial trailing message is invalid, and so is a compressed inner message (klog does
- * not nest compression).
- * @throws ProtocolError (InvalidMessage) at the first message that fails its checks
- */
-export function* iterateInnerMessageSet(inner: Buffer): Generator<Message & { readonly position: number }> {
-  let pos = 0;
-  while (pos < inner.length) {
-    const check = checkMessageAt(inner, pos);
-    if (check.status !== 'valid') {
-      const why = check.status === 'partial' ? 'the compressed set ends inside a message' : check.reason;
-      throw new ProtocolError(ErrorCode.InvalidMessage, `invalid inner message at position ${pos}: ${why}`);
-    }
-    const m = decodeMessageAt(inner, pos, pos + check.size);
-    if (messageCodec(m) !== CompressionCodec.None) {
-      throw new ProtocolError(ErrorCode.InvalidMessage, `inner message at position ${pos} is itself compressed (codec ${messageCodec(m)})`);
-    }
-    yield { ...m, position: pos };
-    pos += check.size;
   }
 }

@@ -12,4 +12,5 @@ export * from './frame.js';
 export * from './message.js';
 export * from './message-header.js';
 export * from './message-set.js';
+export * from './message-set-iterator.js';
 export * from './requests/index.js';

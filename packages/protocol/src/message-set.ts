@@ -8,7 +8,6 @@
  * The offset of a message is its byte position in the partition's log; the next message is at
  * `offset + 4 + length`.
  */
-import { bufferView } from './buffer-view.js';
 import { MessageSetCrc, crcAddon } from './crc32.js';
 import { ErrorCode, ProtocolError } from './errors.js';
 import {
@@ -17,7 +16,6 @@ import {
   firstBadMessageCrc,
   lengthFieldBytes,
   messageHeaderBytes,
-  messageOverheadBytes,
   messageSizeInBytes,
   writeMessage,
   writeMessageCrcs,
@@ -46,35 +44,6 @@ export function encodeMessageSet(payloads: readonly Uint8Array[], attributes = 0
   for (const p of payloads) pos = writeMessage(buf, pos, p, attributes, false);
   writeMessageCrcs(buf, 0, size);
   return buf;
-}
-
-/**
- * Iterates the messages of a fetched message set. Stops cleanly at a trailing partial message
- * (the broker cut the set at `maxBytes`; the client fetches it again from its offset).
- * @param buf the message set bytes as received
- * @param baseOffset log offset of `buf[0]`
- * @throws ProtocolError (InvalidMessage) at a message with a bad length, magic or CRC: such a
- *   message is never yielded, nor anything after it.
- */
-export function* iterateMessageSet(buf: Buffer, baseOffset = 0): Generator<MessageAndOffset> {
-  const scan = scanMessageSet(buf);
-  let pos = 0;
-  while (pos < scan.validBytes) {
-    const size = lengthFieldBytes + buf.readInt32BE(pos);
-    const message: Message = {
-      magic: buf[pos + 4]!,
-      attributes: buf[pos + 5]!,
-      crc: buf.readUInt32BE(pos + 6),
-      payload: bufferView(buf, pos + messageOverheadBytes, pos + size),
-    };
-    yield { message, offset: baseOffset + pos, nextOffset: baseOffset + pos + size };
-    pos += size;
-  }
-  if (scan.stopReason !== undefined && !scan.partial) {
-    const check = checkMessageAt(buf, pos);
-    const reason = check.status === 'invalid' ? check.reason : scan.stopReason;
-    throw new ProtocolError(ErrorCode.InvalidMessage, `invalid message at offset ${baseOffset + pos}: ${reason}`);
-  }
 }
 
 /** What {@link scanMessageSet} found. */

@@ -38,6 +38,10 @@
 #include <unistd.h>
 #endif
 
+namespace klog_flusher {
+void Register(Napi::Env env, Napi::Object exports);
+}
+
 namespace {
 
 /** Times a send had to wait for the socket (EAGAIN), over the life of the process. */
@@ -249,6 +253,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("supported", Napi::Boolean::New(env, false));
 #endif
   exports.Set("stats", Napi::Function::New(env, Stats, "stats"));
+  klog_flusher::Register(env, exports);
   return exports;
 }
 

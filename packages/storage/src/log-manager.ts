@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
 import { InvalidTopicError, isValidTopicName, LogClosedError, WrongPartitionError } from './errors.js';
+import { defaultFlushThreads, setFlushThreads } from './flusher.js';
 import { Log, type FlushEvent } from './log.js';
 import { lockLogDir } from './log-dir-lock.js';
 
@@ -24,6 +25,11 @@ export interface LogManagerConfig extends LogConfig {
   numPartitions: number;
   /** How often retention runs, in ms; default 300 000 (5 minutes). */
   retentionCheckIntervalMs: number;
+  /**
+   * Most fdatasyncs at once, process-wide (`flush.threads`, 1 to 64, default 4): the flusher's
+   * own threads, apart from libuv's pool (see flusher.ts).
+   */
+  flushThreads: number;
   /** Where log entries go (pino fits); default: nowhere. */
   logger?: StorageLogger;
 }
@@ -33,6 +39,7 @@ export const defaultLogManagerConfig: Readonly<Omit<LogManagerConfig, 'logDir' |
   ...defaultLogConfig,
   numPartitions: 1,
   retentionCheckIntervalMs: 300_000,
+  flushThreads: defaultFlushThreads,
 });
 
 /** `{ topic, partition }` from a partition directory name, split at the last '-'; `undefined` if it does not parse. */
@@ -75,6 +82,7 @@ export class LogManager {
    * segment is recovered (SPEC §2); the marker is then removed. A topic found on disk keeps
    * its partition count (highest partition + 1). Starts the retention timer (unref'd). Holds
    * the log dir's lock (`.lock`) until `close()`.
+   * Sets the flusher's thread count from `flushThreads` (see {@link setFlushThreads}).
    * @throws RangeError for a bad setting; LogDirLockedError when another running process holds
    *   the log dir; file system errors
    */
@@ -83,6 +91,7 @@ export class LogManager {
     for (const key of ['numPartitions', 'retentionCheckIntervalMs'] as const) {
       if (!Number.isSafeInteger(full[key]) || full[key] <= 0) throw new RangeError(`${key} must be a positive integer, got ${full[key]}`);
     }
+    setFlushThreads(full.flushThreads);
     const manager = new LogManager(full);
     const logger = manager.#logger;
     await fs.promises.mkdir(full.logDir, { recursive: true });
@@ -256,8 +265,8 @@ export class LogManager {
 }
 
 function pickLogConfig(c: LogConfig): LogConfig {
-  const { segmentBytes, flushMessages, flushIntervalMs, retentionMs, retentionBytes } = c;
-  return { segmentBytes, flushMessages, flushIntervalMs, retentionMs, retentionBytes };
+  const { flushPolicy, segmentBytes, flushMessages, flushIntervalMs, retentionMs, retentionBytes } = c;
+  return { flushPolicy, segmentBytes, flushMessages, flushIntervalMs, retentionMs, retentionBytes };
 }
 
 /** fsync a directory so a file created in it survives a crash (best effort where unsupported). */

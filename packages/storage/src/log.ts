@@ -15,6 +15,7 @@ import * as path from 'node:path';
 import { checkLogConfig, defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
 import { LogClosedError, OffsetOutOfRangeError } from './errors.js';
 import { FileRegion } from './file-region.js';
+import { flushTurns } from './flusher.js';
 import { recoverSegment } from './recovery.js';
 import { findSegmentIndex, SegmentList } from './segment-list.js';
 import { parseSegmentFileName, Segment, segmentFileSuffix } from './segment.js';
@@ -69,8 +70,12 @@ export class Log {
   #visibleEnd: number;
   /** Messages appended since the last flush started. */
   #unflushedMessages = 0;
-  /** Fires `flushIntervalMs` after the first unflushed append; unset when nothing waits. */
+  /** Fires `flushIntervalMs` after the first unflushed append (or a failed flush); unset when nothing waits. */
   #flushTimer: NodeJS.Timeout | undefined;
+  /** Group commit: the flush asked for by an append while no flush ran, started after this turn's appends. */
+  #groupFlush: NodeJS.Immediate | undefined;
+  /** True while a flush's fdatasyncs run. */
+  #flushing = false;
   /** A flush waiting behind the running one, not started yet; `flush()` calls join it. */
   #queuedFlush: Promise<void> | undefined;
   /** The last flush in the chain; flushes run one at a time. */
@@ -173,8 +178,11 @@ export class Log {
   /**
    * Appends a message set (already validated by the caller: whole, valid messages) to the
    * active segment with a synchronous write, rolling to a new segment first when the active one
-   * is non-empty and would pass `segmentBytes`. Counts `messageCount` toward `flushMessages`
-   * and arms the `flushIntervalMs` timer (SPEC §2). The bytes are not visible until flushed.
+   * is non-empty and would pass `segmentBytes`. Under `flush.policy=group` a flush follows at
+   * once: after the appends of this event-loop turn when none is running, else right after the
+   * running one (docs/design.md §10). Under `interval` counts `messageCount` toward
+   * `flushMessages` and arms the `flushIntervalMs` timer (docs/design.md §2). The bytes are not
+   * visible until flushed.
    * @returns the offset of the first appended byte and the offset just past the last
    * @throws LogClosedError after `close()`; the write error (the segment is cut back to its
    *   size before the append, so no partial set stays)
@@ -188,7 +196,8 @@ export class Log {
     const offset = active.end;
     active.append(messageSet);
     this.#unflushedMessages += messageCount;
-    if (this.#unflushedMessages >= this.config.flushMessages) this.#flushInBackground();
+    if (this.config.flushPolicy === 'group') this.#groupCommit();
+    else if (this.#unflushedMessages >= this.config.flushMessages) this.#flushInBackground();
     else this.#armFlushTimer();
     return { offset, nextOffset: active.end };
   }
@@ -197,14 +206,21 @@ export class Log {
    * Makes everything appended so far durable and visible: fdatasync every segment with
    * unsynced bytes, then advance `visibleEnd` to the log end as it was when the sync started,
    * and tell the `onFlush` listeners. Flushes run one at a time; calls made while one runs
-   * share the next one.
+   * share the next one. At most `flush.threads` logs flush at once ({@link flushTurns}); a
+   * flush waiting for its turn takes its target when it gets it.
    * @throws the fdatasync error (`visibleEnd` stays; a retry is scheduled)
    */
   flush(): Promise<void> {
     if (this.#queuedFlush !== undefined) return this.#queuedFlush;
-    const run = this.#flushTail.then(() => {
+    const run = this.#flushTail.then(async () => {
+      // The target is taken once a turn is had: appends made while waiting join this flush.
+      const done = await flushTurns.take();
       this.#queuedFlush = undefined;
-      return this.#syncOnce();
+      try {
+        await this.#syncOnce();
+      } finally {
+        done();
+      }
     });
     this.#queuedFlush = run;
     this.#flushTail = run.catch(() => {});
@@ -368,6 +384,8 @@ export class Log {
     if (this.#closed) return;
     this.#closed = true;
     this.#clearFlushTimer();
+    if (this.#groupFlush !== undefined) clearImmediate(this.#groupFlush);
+    this.#groupFlush = undefined;
     try {
       await this.flush();
     } finally {
@@ -385,21 +403,46 @@ export class Log {
     return segment;
   }
 
+  /**
+   * Group commit (docs/design.md §10): makes sure a flush will cover the bytes just appended.
+   * A flush already queued covers them; with one running, the next is queued behind it (and
+   * starts the moment it ends); with none, one starts after the appends of this turn.
+   */
+  #groupCommit(): void {
+    if (this.#queuedFlush !== undefined || this.#groupFlush !== undefined) return;
+    if (this.#flushing) {
+      this.#flushInBackground();
+      return;
+    }
+    this.#groupFlush = setImmediate(() => {
+      this.#groupFlush = undefined;
+      this.#flushInBackground();
+    });
+  }
+
   /** One flush: see `flush()`. */
   async #syncOnce(): Promise<void> {
     this.#clearFlushTimer();
+    if (this.#groupFlush !== undefined) {
+      clearImmediate(this.#groupFlush);
+      this.#groupFlush = undefined;
+    }
     this.#unflushedMessages = 0;
     const view = this.#segments.view;
     const target = view[view.length - 1]!.end;
+    if (target <= this.#visibleEnd) return; // a clean log: nothing to sync, nothing to tell
     const started = performance.now();
     const unsynced = view.filter((s) => s.syncedBytes < s.size);
+    this.#flushing = true;
     try {
       await Promise.all(unsynced.map((s) => s.sync()));
     } catch (err) {
+      this.#flushing = false;
       if (!this.#closed) this.#armFlushTimer();
       this.#flushDone(started, unsynced.length, err);
       throw err;
     }
+    this.#flushing = false;
     const advanced = target > this.#visibleEnd;
     if (advanced) this.#visibleEnd = target;
     this.#flushDone(started, unsynced.length, undefined);

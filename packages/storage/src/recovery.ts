@@ -3,7 +3,7 @@
  * messages from the start, check each length and CRC, and cut the file at the first message
  * that is incomplete or corrupt. Earlier segments are trusted and never scanned.
  */
-import { checkMessageAt, lengthFieldBytes, scanMessageSet } from '@klog/protocol';
+import { lengthFieldBytes, MessageSetIterator } from '@klog/protocol';
 import type { Segment } from './segment.js';
 
 /** Bytes read per step of the scan; a larger message grows the buffer to its size. */
@@ -39,22 +39,22 @@ export function recoverSegment(segment: Segment, chunkBytes = recoveryChunkBytes
       reason = `file ends at byte ${pos}, expected ${fileBytes}`;
       break;
     }
-    const scan = scanMessageSet(buf, n);
-    messages += scan.count;
-    if (scan.stopReason === undefined) {
+    const walk = new MessageSetIterator(buf, { end: n });
+    messages += walk.count;
+    const stop = walk.stop;
+    if (stop === undefined) {
       pos += n;
       continue;
     }
-    const at = pos + scan.validBytes;
-    const check = checkMessageAt(buf, scan.validBytes, n);
+    const at = pos + stop.position;
     pos = at;
-    if (check.status === 'invalid') {
-      reason = `invalid message at byte ${at}: ${check.reason}`;
+    if (stop.kind !== 'partial') {
+      reason = `invalid message at byte ${at}: ${stop.reason}`;
       break;
     }
     // Partial in this chunk: the message either runs past the end of the file (a torn tail)
     // or only past the end of the buffer (read again from `at`, growing the buffer to fit it).
-    const needed = check.status === 'partial' && check.size !== undefined ? check.size : lengthFieldBytes;
+    const needed = stop.size ?? lengthFieldBytes;
     if (at + needed > fileBytes) {
       reason = `incomplete message at byte ${at}: needs ${needed} bytes, ${fileBytes - at} left in the file`;
       break;

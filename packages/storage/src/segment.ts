@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { LogClosedError } from './errors.js';
+import { fdatasyncFile } from './flusher.js';
 
 /** File name extension of a segment. */
 export const segmentFileSuffix = '.kafka';
@@ -158,13 +159,13 @@ export class Segment {
   }
 
   /**
-   * fdatasync the file and mark what was written before the call as synced. A no-op on a
-   * closed segment. @throws the fdatasync error.
+   * fdatasync the file (on the flusher's threads, see flusher.ts) and mark what was written
+   * before the call as synced. A no-op on a closed segment. @throws the fdatasync error.
    */
   async sync(): Promise<void> {
     if (this.#closed) return;
     const covered = this.size;
-    const p = new Promise<void>((resolve, reject) => fs.fdatasync(this.fd, (err) => (err ? reject(err) : resolve())));
+    const p = fdatasyncFile(this.fd);
     this.#syncs.add(p);
     try {
       await p;

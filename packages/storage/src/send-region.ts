@@ -9,20 +9,15 @@
  * time, so nothing else writes meanwhile.
  */
 import * as fs from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import { BufferPool } from './buffer-pool.js';
 import type { FileRegion } from './file-region.js';
+import { storageAddon, storageAddonError, type StorageAddon } from './native.js';
 
 /** How segment bytes reach the socket: `sendfile` (zero-copy) or `read-write` (the fallback). */
 export type ReadPath = 'sendfile' | 'read-write';
 
-/** What the native addon exports (see native/sendfile.cc). */
-interface SendfileAddon {
-  readonly supported: boolean;
-  sendfile?(socketFd: number, fileFd: number, position: number, length: number, maxWaitMs: number): Promise<{ bytes: number; status: 'complete' | 'eof' | 'waiting' }>;
-  stats(): { eagain: number; calls: number; bytes: number };
-}
+type SendfileAddon = Pick<StorageAddon, 'supported' | 'sendfile' | 'stats'>;
 
 /** Whether sendfile(2) can be used in this process, and if not, why. */
 export interface SendfileSupport {
@@ -33,14 +28,10 @@ export interface SendfileSupport {
 
 function loadAddon(): { addon?: SendfileAddon; support: SendfileSupport } {
   if (process.env.KLOG_DISABLE_SENDFILE === '1') return { support: { available: false, reason: 'KLOG_DISABLE_SENDFILE=1' } };
-  if (process.platform !== 'linux') return { support: { available: false, reason: `no sendfile addon on ${process.platform}` } };
-  try {
-    const addon = createRequire(import.meta.url)('../build/Release/klog_sendfile.node') as SendfileAddon;
-    if (!addon.supported || typeof addon.sendfile !== 'function') return { support: { available: false, reason: 'the addon has no sendfile on this platform' } };
-    return { addon, support: { available: true } };
-  } catch (err) {
-    return { support: { available: false, reason: `sendfile addon not loaded: ${(err as Error).message.split('\n')[0]}` } };
-  }
+  const addon = storageAddon;
+  if (addon === undefined) return { support: { available: false, reason: storageAddonError!.replace('native addon', 'sendfile addon') } };
+  if (!addon.supported || typeof addon.sendfile !== 'function') return { support: { available: false, reason: 'the addon has no sendfile on this platform' } };
+  return { addon, support: { available: true } };
 }
 
 const loaded = loadAddon();
@@ -78,6 +69,15 @@ export interface SendRegionOptions {
    */
   readonly maxWaitSliceMs?: number;
 }
+
+/**
+ * Regions up to this many bytes are better copied into the response than sent (64 KiB): one
+ * read of bytes just flushed, so in the page cache, costs less than a trip through libuv's
+ * thread pool, and it cannot queue behind sendfile(2) sends to slow readers there. A long poll
+ * answered at the log end usually carries a few messages, so this is the latency path
+ * (docs/architecture.md, "Flush").
+ */
+export const inlineRegionMaxBytes = 64 * 1024;
 
 /** Read-write buffer size: large enough for few syscalls, small enough to pool. */
 export const readWriteChunkBytes = 256 * 1024;

@@ -149,8 +149,8 @@ describe('findSegmentIndex', () => {
 });
 
 describe('flush and visibility', () => {
-  it('hides unflushed bytes until flushMessages is reached', async () => {
-    const log = openLog(tempDir(), { flushMessages: 3 });
+  it('hides unflushed bytes until flushMessages is reached (flush.policy=interval)', async () => {
+    const log = openLog(tempDir(), { flushPolicy: 'interval', flushMessages: 3 });
     const flushed: number[] = [];
     log.onFlush((end) => flushed.push(end));
     log.append(messages('x', 2), 2); // 26 bytes
@@ -171,8 +171,8 @@ describe('flush and visibility', () => {
     await log.close();
   });
 
-  it('flushes flushIntervalMs after the first unflushed append', async () => {
-    const log = openLog(tempDir(), { flushMessages: 1000, flushIntervalMs: 80 });
+  it('flushes flushIntervalMs after the first unflushed append (flush.policy=interval)', async () => {
+    const log = openLog(tempDir(), { flushPolicy: 'interval', flushMessages: 1000, flushIntervalMs: 80 });
     const started = Date.now();
     const advanced = new Promise<number>((resolve) => log.onFlush(resolve));
     log.append(messages('t', 1), 1);
@@ -191,7 +191,7 @@ describe('flush and visibility', () => {
     const log = openLog(tempDir(), { flushMessages: 1000 });
     log.append(messages('a', 1), 1); // 13 bytes
     const first = log.flush();
-    await Promise.resolve(); // the flush has taken its target; its fdatasync is in flight
+    await new Promise((r) => setImmediate(r)); // the flush has taken its target; its fdatasync is in flight
     log.append(messages('b', 1), 1); // 13 more, during the sync
     await first;
     expect([log.visibleEnd, log.logEndOffset]).toEqual([13, 26]);

@@ -39,6 +39,18 @@ export class LogEnds {
 
   /** The log end of a partition; undefined when its broker is not alive or does not answer (logged). */
   async of(topic: string, brokerId: number, partition: number, logger: Logger): Promise<number | undefined> {
+    const c = this.consumer(brokerId);
+    if (!c) return undefined;
+    try {
+      return await c.latestOffset(topic, partition);
+    } catch (e) {
+      logger.warn({ topic, brokerId, partition, err: (e as Error).message }, 'could not read the log end offset');
+      return undefined;
+    }
+  }
+
+  /** The connection to a live broker (made on first use); undefined when the broker is not alive. */
+  consumer(brokerId: number): SimpleConsumer | undefined {
     const info = this.brokers.get(brokerId);
     if (!info) return undefined;
     let c = this.consumers.get(brokerId);
@@ -46,12 +58,7 @@ export class LogEnds {
       c = new SimpleConsumer({ host: info.host, port: info.port, connectTimeoutMs: 5000, requestTimeoutMs: 10_000 });
       this.consumers.set(brokerId, c);
     }
-    try {
-      return await c.latestOffset(topic, partition);
-    } catch (e) {
-      logger.warn({ topic, brokerId, partition, err: (e as Error).message }, 'could not read the log end offset');
-      return undefined;
-    }
+    return c;
   }
 
   async close(): Promise<void> {

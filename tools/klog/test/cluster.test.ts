@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Broker, startBroker } from '@klog/broker';
@@ -81,7 +81,7 @@ interface TopicJson {
 }
 interface GroupJson {
   consumers: { consumerId: string }[];
-  partitions: { owner: string | null; lag: number | null }[];
+  partitions: { owner: string | null; lag: number | null; consumerId: string | null; host: string | null }[];
 }
 
 describe('klog cluster commands', () => {
@@ -187,19 +187,33 @@ describe('klog cluster commands', () => {
     expect(d.code, d.stderr).toBe(0);
     const rows = d.stdout.split('\n').map((l) => l.trim().split(/\s+/));
     expect(d.stdout).toMatch(/^group billing: 0 consumers\n/);
-    expect(rows).toContainEqual(['TOPIC', 'PARTITION', 'OWNER', 'OFFSET', 'LOG-END', 'LAG']);
-    expect(rows).toContainEqual(['orders', '0-0', '-', '0', String(4 * perMessage), String(4 * perMessage)]);
-    expect(rows).toContainEqual(['orders', '0-1', '-', String(2 * perMessage), String(4 * perMessage), String(2 * perMessage)]);
-    expect(rows).toContainEqual(['orders', '1-0', '-', String(5 * perMessage), String(5 * perMessage), '0']);
-    expect(rows).toContainEqual(['orders', '1-1', '-', '-', String(5 * perMessage), '-']);
+    // kafka-consumer-groups' columns; PARTITION counts the brokers' partitions in broker-id order.
+    expect(rows).toContainEqual(['GROUP', 'TOPIC', 'PARTITION', 'CURRENT-OFFSET', 'LOG-END-OFFSET', 'LAG(BYTES)', 'LAG(MESSAGES)', 'CONSUMER-ID', 'HOST']);
+    expect(rows).toContainEqual(['billing', 'orders', '0', '0', String(4 * perMessage), String(4 * perMessage), '4', '-', '-']);
+    expect(rows).toContainEqual(['billing', 'orders', '1', String(2 * perMessage), String(4 * perMessage), String(2 * perMessage), '2', '-', '-']);
+    expect(rows).toContainEqual(['billing', 'orders', '2', String(5 * perMessage), String(5 * perMessage), '0', '0', '-', '-']);
+    expect(rows).toContainEqual(['billing', 'orders', '3', '-', String(5 * perMessage), '-', '-', '-', '-']);
 
     const j = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'billing', '--json'])).stdout) as GroupJson;
+    const none = { group: 'billing', topic: 'orders', owner: null, consumerId: null, host: null, lagMessagesEstimated: false };
     expect(j.partitions).toEqual([
-      { topic: 'orders', brokerId: 0, partition: 0, owner: null, offset: 0, logEnd: 4 * perMessage, lag: 4 * perMessage },
-      { topic: 'orders', brokerId: 0, partition: 1, owner: null, offset: 2 * perMessage, logEnd: 4 * perMessage, lag: 2 * perMessage },
-      { topic: 'orders', brokerId: 1, partition: 0, owner: null, offset: 5 * perMessage, logEnd: 5 * perMessage, lag: 0 },
-      { topic: 'orders', brokerId: 1, partition: 1, owner: null, offset: null, logEnd: 5 * perMessage, lag: null },
+      { ...none, brokerId: 0, partition: 0, partitionNumber: 0, offset: 0, logEnd: 4 * perMessage, lag: 4 * perMessage, lagMessages: 4 },
+      { ...none, brokerId: 0, partition: 1, partitionNumber: 1, offset: 2 * perMessage, logEnd: 4 * perMessage, lag: 2 * perMessage, lagMessages: 2 },
+      { ...none, brokerId: 1, partition: 0, partitionNumber: 2, offset: 5 * perMessage, logEnd: 5 * perMessage, lag: 0, lagMessages: 0 },
+      { ...none, brokerId: 1, partition: 1, partitionNumber: 3, offset: null, logEnd: 5 * perMessage, lag: null, lagMessages: null },
     ]);
+
+    // A lag of more than one fetch's worth (1 MiB) is estimated from the messages of the first MiB, and marked so.
+    const line = 'y'.repeat(199);
+    await klog(['produce', '--broker-list', `127.0.0.1:${brokers[0]!.port}`, '--topic', 'bulk', '--partition', '0', '--acks', '2'], `${line}\n`.repeat(6000));
+    await offsets.commit('estimates', 'bulk', { brokerId: 0, partition: 0 }, 0);
+    const e = await klog(['groups', '--zookeeper', zookeeper, '--describe', 'estimates']);
+    expect(e.code, e.stderr).toBe(0);
+    const bulk = e.stdout.split('\n').map((l) => l.trim().split(/\s+/)).find((r) => r[0] === 'estimates' && r[2] === '0')!;
+    expect(bulk.slice(3, 6)).toEqual(['0', String(6000 * messageBytes(199)), String(6000 * messageBytes(199))]);
+    expect(bulk[6]).toMatch(/^~\d+$/);
+    expect(Math.abs(Number(bulk[6]!.slice(1)) - 6000)).toBeLessThanOrEqual(1);
+    expect(e.stdout).toMatch(/^~ estimated from the messages in the first 1048576 bytes/m);
 
     expectOneLineError(await klog(['groups', '--zookeeper', zookeeper, '--describe', 'ghost']), /group ghost does not exist/);
   });
@@ -237,6 +251,7 @@ describe('klog cluster commands', () => {
     const during = JSON.parse((await klog(['groups', '--zookeeper', zookeeper, '--describe', 'g', '--json'])).stdout) as GroupJson;
     expect(during.consumers).toHaveLength(1);
     expect(during.partitions.every((r: { owner: string | null }) => r.owner?.startsWith(during.consumers[0]!.consumerId))).toBe(true);
+    for (const row of during.partitions) expect(row).toMatchObject({ consumerId: during.consumers[0]!.consumerId, host: hostname() });
     c.kill('SIGINT');
     const r = await c.done;
     expect(r.code, r.stderr).toBe(0);

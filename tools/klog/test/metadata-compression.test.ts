@@ -93,6 +93,43 @@ describe('klog with metadata and gzip', () => {
     for (const [time] of lines) expect(Math.abs(Date.parse(time!) - Date.now())).toBeLessThan(120_000);
   });
 
+  it('dump-log decodes the metadata header, and --deep prints the messages inside a gzip set', async () => {
+    const plainRun = await klog(
+      ['produce', '--broker-list', address, '--topic', 'dump-meta', '--partition', '0', '--key-separator', '|', '--stamp-metadata', '--host', 'dump-host', '--acks', '1'],
+      'k1|first\n',
+    );
+    expect(plainRun.code, plainRun.stderr).toBe(0);
+    const gz = await klog(
+      ['produce', '--broker-list', address, '--topic', 'dump-meta', '--partition', '0', '--key-separator', '|', '--stamp-metadata', '--host', 'dump-host', '--compression', 'gzip', '--acks', '1', '--linger-ms', '50'],
+      'k2|second\nthird\n',
+    );
+    expect(gz.code, gz.stderr).toBe(0);
+    const dir = join(work, 'logs', 'dump-meta-0');
+    const shallow = await klog(['dump-log', '--print-payloads', dir]);
+    expect(shallow.code, shallow.stderr).toBe(0);
+    const lines = shallow.stdout.split('\n');
+    // The keyed message: key, creation time and host decoded, the value printed without the header bytes.
+    const keyed = lines.findIndex((l) => l.startsWith('offset: 0 '));
+    expect(lines[keyed]).toMatch(/codec: none crc: \d+ valid: true keysize: 2 key: k1 timestamp: \d{4}-\d\d-\d\dT[\d:.]+Z host: dump-host valuesize: 5$/);
+    expect(lines[keyed + 1]).toBe('payload: first');
+    // The gzip set is one message; without --deep its inner messages are not printed.
+    const wrapper = lines.find((l) => / codec: gzip /.test(l))!;
+    expect(wrapper).toMatch(/^offset: (\d+) /);
+    const wrapperOffset = /^offset: (\d+) /.exec(wrapper)![1];
+    expect(lines.filter((l) => l.startsWith('| '))).toEqual([]);
+    const deep = await klog(['dump-log', '--deep', '--print-payloads', dir]);
+    expect(deep.code, deep.stderr).toBe(0);
+    const inner = deep.stdout.split('\n').filter((l) => l.startsWith('| '));
+    expect(inner).toHaveLength(4);
+    expect(inner[0]).toMatch(new RegExp(`^\\| offset: ${wrapperOffset} position: 0 size: \\d+ .* codec: none .* valid: true keysize: 2 key: k2 timestamp: \\S+Z host: dump-host valuesize: 6$`));
+    expect(inner[1]).toBe('| payload: second');
+    expect(inner[2]).toMatch(new RegExp(`^\\| offset: ${wrapperOffset} position: [1-9]\\d* .* host: dump-host valuesize: 5$`));
+    expect(inner[2]).not.toMatch(/key:/);
+    expect(inner[3]).toBe('| payload: third');
+    const summary = await klog(['dump-log', '--deep', '--summary', dir]);
+    expect(summary.stdout).toMatch(/2 messages \(2 inside compressed sets\), (\d+) of \1 bytes read, .* ok/);
+  });
+
   it('plain produce stays plain; --host needs --stamp-metadata; --compression is checked', async () => {
     const p = await klog(['produce', '--broker-list', address, '--topic', 'plain', '--partition', '0', '--key-separator', '|', '--acks', '1'], 'k|v\n');
     expect(p.code, p.stderr).toBe(0);

@@ -46,13 +46,22 @@ export function handleFireAndForget(ctx: BrokerContext, frame: Buffer, run: Prod
 }
 
 /**
- * Handles one frame (`type int16 | body`).
+ * Handles one frame (`type int16 | body`), timing it when it has a response
+ * (`klog_request_duration_seconds`).
  * @returns the response as parts to send in order (buffers and pinned file regions, which the
  *   caller must release), or `undefined` when the request has no response
  */
 export async function handleRequest(ctx: BrokerContext, frame: Buffer): Promise<ResponsePart[] | undefined> {
   const type = frame.length >= 2 ? frame.readInt16BE(0) : -1;
-  ctx.metrics.request(typeNames.get(type) ?? 'Unknown');
+  const name = typeNames.get(type) ?? 'Unknown';
+  ctx.metrics.request(name);
+  const started = performance.now();
+  const response = await respond(ctx, frame, type);
+  if (response !== undefined) ctx.metrics.requestDone(name, performance.now() - started);
+  return response;
+}
+
+async function respond(ctx: BrokerContext, frame: Buffer, type: number): Promise<ResponsePart[] | undefined> {
   const decoded = decodeCounted(ctx, frame, type);
   if (!('request' in decoded)) {
     if (type === RequestType.Produce || type === RequestType.MultiProduce) return undefined;

@@ -2,7 +2,7 @@
  * OFFSETS (the paper §3.1, Kafka 0.7's getOffsetsBefore): segment start offsets before a time,
  * newest first; −1 the latest (flushed) offset, −2 the earliest.
  */
-import { ErrorCode, OffsetTime, encodeErrorResponse, encodeOffsetsResponse, type OffsetsRequest } from '@klog/protocol';
+import { ErrorCode, OffsetTime, encodeErrorResponse, errorCodeName, encodeOffsetsResponse, type OffsetsRequest } from '@klog/protocol';
 import type { BrokerContext } from './context.js';
 
 /** The framed OFFSETS response. A topic nobody has produced to is an empty log at 0. */
@@ -11,6 +11,9 @@ export function handleOffsets(ctx: BrokerContext, r: OffsetsRequest): Buffer {
   if (count === undefined) {
     return encodeOffsetsResponse(r.time === OffsetTime.Latest || r.time === OffsetTime.Earliest ? [0] : []);
   }
-  if (r.partition >= count) return encodeErrorResponse(ErrorCode.WrongPartition);
+  if (r.partition >= count) {
+    ctx.metrics.error(errorCodeName(ErrorCode.WrongPartition));
+    return encodeErrorResponse(ErrorCode.WrongPartition);
+  }
   return encodeOffsetsResponse(ctx.logs.getOrCreateLog(r.topic, r.partition).offsetsBefore(r.time, r.maxOffsets));
 }

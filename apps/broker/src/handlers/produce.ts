@@ -16,6 +16,7 @@ import {
   AckLevel,
   ErrorCode,
   encodeProduceAckResponse,
+  errorCodeName,
   firstBadMessageCrc,
   validateMessageSet,
   validateMessageSetFraming,
@@ -58,6 +59,7 @@ export function handleProduce(ctx: BrokerContext, produces: readonly PartitionMe
 }
 
 function rejected(ctx: BrokerContext, p: PartitionMessages, err: unknown): void {
+  ctx.metrics.error(errorCodeName(errorCodeOf(err)));
   ctx.logger.warn({ topic: p.topic, partition: p.partition, bytes: p.messages.length, err: (err as Error).message }, 'produce rejected');
 }
 
@@ -177,6 +179,7 @@ export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckReques
       if (req.acks === AckLevel.Flushed) flushes.push(ctx.logs.getOrCreateLog(p.topic, p.partition).flushedThrough(nextOffset));
     } catch (err) {
       const errorCode = errorCodeOf(err);
+      ctx.metrics.error(errorCodeName(errorCode));
       ctx.logger.warn({ topic: p.topic, partition: p.partition, err: (err as Error).message }, 'produce rejected');
       // For a message over the limit, nextOffset carries the limit (docs/format.md §11), so the producer can say which.
       const nextOffset = errorCode === ErrorCode.MessageSizeTooLarge ? ctx.config.maxMessageBytes : -1;

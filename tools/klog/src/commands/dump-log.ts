@@ -1,18 +1,24 @@
 /**
- * `klog dump-log`: decodes segment files straight from disk (SPEC §1, §2), checks every
- * message's length, magic byte and CRC, and prints one line per message (or a summary per
- * file). Exits non-zero when any message is corrupt or a file ends in a partial message,
- * saying where.
+ * `klog dump-log`: decodes segment files straight from disk (docs/design.md §1, §2), as Kafka's
+ * DumpLogSegments: checks every message's length, magic byte and CRC, decodes its metadata
+ * header (key, creation time, host; docs/format.md §2a), and prints one line per message (or a
+ * summary per file). With `--deep` it also opens each gzip set (docs/format.md §2b) and prints
+ * the messages inside, as `--deep-iteration` does. Exits non-zero when any message is corrupt or
+ * a file ends in a partial message, saying where. The bytes are read by the protocol's message-set
+ * iterator, a chunk of the file at a time.
  */
-import { open, readdir, stat } from 'node:fs/promises';
+import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
-import { compressionCodecMask, crc32Ieee, currentMagic, lengthFieldBytes, messageHeaderBytes, messageOverheadBytes } from '@klog/protocol';
+import { MessageSetIterator } from '@klog/protocol';
+import { intParser } from '../options.js';
 import { OutputWriter, printLine } from '../output.js';
 
 interface DumpLogOptions {
   summary?: boolean;
   printPayloads?: boolean;
+  deep?: boolean;
+  maxDecompressedBytes: number;
 }
 
 /** Segment file names: the 20-digit byte offset of their first message, then `.kafka`. */
@@ -20,15 +26,24 @@ const segmentNamePattern = /^(\d{20})\.kafka$/;
 /** Bytes read from a segment file at a time (grown for a larger message). */
 const readChunkBytes = 1024 * 1024;
 const codecNames = ['none', 'gzip', 'snappy', 'unknown(3)'];
+/** Default most bytes one compressed set may decompress to with `--deep`. */
+const defaultMaxDecompressedBytes = 256 * 1024 * 1024;
 
 /** Adds `klog dump-log` to `program`. */
 export function registerDumpLog(program: Command): void {
   program
     .command('dump-log')
-    .description('decode segment files (or every segment of partition directories), check every CRC, print each message')
+    .description('decode segment files (or every segment of partition directories), check every CRC, print each message with its key, time and host')
     .argument('<paths...>', 'segment files (<20-digit offset>.kafka) or partition directories')
     .option('--summary', 'print one line per file instead of one per message')
-    .option('--print-payloads', 'print each payload (as UTF-8) after its message line')
+    .option('--print-payloads', 'print each value (as UTF-8, metadata header split off) after its message line')
+    .option('--deep', 'also decompress each gzip set and print the messages inside it (as DumpLogSegments --deep-iteration)')
+    .option(
+      '--max-decompressed-bytes <bytes>',
+      'with --deep, most bytes one compressed set may decompress to; a larger one is reported, not opened',
+      intParser(1, Number.MAX_SAFE_INTEGER, true),
+      defaultMaxDecompressedBytes,
+    )
     .action(async (paths: string[], opts: DumpLogOptions) => {
       const files: string[] = [];
       for (const p of paths) files.push(...(await segmentFiles(p)));
@@ -52,29 +67,14 @@ async function segmentFiles(path: string): Promise<string[]> {
   return names.map((n) => join(path, n));
 }
 
-/** A window on a file, read on demand. */
-class FileWindow {
-  buf = Buffer.allocUnsafe(readChunkBytes);
-  /** File position of buf[0]. */
-  base = 0;
-  /** Bytes of buf holding file data. */
-  filled = 0;
-
-  constructor(private readonly fh: import('node:fs/promises').FileHandle) {}
-
-  /** Makes bytes [pos, pos + n) of the file available in buf (the caller knows they exist); returns their index in buf. */
-  async load(pos: number, n: number): Promise<number> {
-    if (pos >= this.base && pos + n <= this.base + this.filled) return pos - this.base;
-    if (this.buf.length < n) this.buf = Buffer.allocUnsafe(Math.max(n, this.buf.length * 2));
-    const { bytesRead } = await this.fh.read(this.buf, 0, this.buf.length, pos);
-    this.base = pos;
-    this.filled = bytesRead;
-    if (bytesRead < n) throw new Error(`short read at position ${pos}: ${bytesRead} of ${n} bytes`);
-    return 0;
-  }
+/** Counts of one segment's dump. */
+interface DumpCounts {
+  messages: number;
+  inner: number;
+  problems: number;
 }
 
-/** Dumps one segment; returns the number of problems found (0 or 1: the scan stops at a broken length or magic). */
+/** Dumps one segment; returns the number of problems found. */
 async function dumpSegment(file: string, opts: DumpLogOptions, out: OutputWriter): Promise<number> {
   const m = segmentNamePattern.exec(basename(file));
   if (!m) {
@@ -85,66 +85,129 @@ async function dumpSegment(file: string, opts: DumpLogOptions, out: OutputWriter
   const fh = await open(file, 'r');
   try {
     const size = (await fh.stat()).size;
-    const w = new FileWindow(fh);
-    let pos = 0;
-    let count = 0;
-    let problems = 0;
-    const report = (what: string): void => {
-      problems++;
+    const counts: DumpCounts = { messages: 0, inner: 0, problems: 0 };
+    const report = (what: string, pos: number): void => {
+      counts.problems++;
       printLine(`klog dump-log: ${file}: ${what} at offset ${baseOffset + pos} (file position ${pos})`);
     };
     if (!opts.summary) await out.write(Buffer.from(`dumping ${file} (base offset ${baseOffset}, ${size} bytes)\n`));
+    let pos = 0;
+    let buf = Buffer.allocUnsafe(Math.min(readChunkBytes, Math.max(size, 1)));
     while (pos < size) {
-      const left = size - pos;
-      if (left < lengthFieldBytes) {
-        report(`trailing partial message: ${left} bytes, too few for a length field`);
-        break;
+      const n = await readAt(fh, buf, pos, Math.min(buf.length, size - pos));
+      const it = new MessageSetIterator(buf, { baseOffset: baseOffset + pos, end: n, badCrc: 'yield' });
+      while (it.advance()) {
+        await dumpMessage(it, opts, out, counts, (what) => report(what, it.offset - baseOffset));
+        counts.messages++;
       }
-      let at = await w.load(pos, Math.min(left, messageOverheadBytes));
-      const length = w.buf.readInt32BE(at);
-      if (length < messageHeaderBytes) {
-        report(`corrupt message: length ${length} is below the ${messageHeaderBytes}-byte header`);
-        break;
+      pos += it.validBytes;
+      const stop = it.stop;
+      if (stop === undefined) continue;
+      if (stop.kind === 'partial') {
+        const needed = stop.size ?? 4;
+        // The message runs past this chunk but not past the file: read again from it, with room for it.
+        if (pos + needed <= size) {
+          if (needed > buf.length) buf = Buffer.allocUnsafe(needed);
+          continue;
+        }
+        report(`trailing partial message: ${stop.reason}`, pos);
+      } else {
+        report(`corrupt message: ${stop.reason}`, pos);
       }
-      const total = lengthFieldBytes + length;
-      const magic = w.buf[at + lengthFieldBytes];
-      if (magic !== currentMagic) {
-        report(`corrupt message: magic byte ${magic}, expected ${currentMagic}`);
-        break;
-      }
-      if (total > left) {
-        report(`trailing partial message: ${left} bytes of a ${total}-byte message`);
-        break;
-      }
-      at = await w.load(pos, total);
-      const attributes = w.buf[at + 5]!;
-      const stored = w.buf.readUInt32BE(at + 6);
-      const payload = w.buf.subarray(at + messageOverheadBytes, at + total);
-      const computed = crc32Ieee(payload);
-      const valid = stored === computed;
-      if (!opts.summary) {
-        const line =
-          `offset: ${baseOffset + pos} size: ${total} payloadsize: ${length - messageHeaderBytes} magic: ${magic} ` +
-          `codec: ${codecNames[attributes & compressionCodecMask]} crc: ${stored} valid: ${valid}` +
-          (valid ? '' : ` (computed crc ${computed})`);
-        await out.write(Buffer.from(`${line}\n`));
-        if (opts.printPayloads) await out.write(Buffer.concat([Buffer.from('payload: '), payload, Buffer.from('\n')]));
-      }
-      // A bad CRC with a sane length and magic: report it and go on, the next message is where the length says.
-      if (!valid) report(`corrupt message: CRC mismatch (stored ${stored}, computed ${computed})`);
-      count++;
-      pos += total;
+      break;
     }
     if (opts.summary) {
+      const inner = opts.deep ? ` (${counts.inner} inside compressed sets)` : '';
       await out.write(
         Buffer.from(
-          `${file}: base offset ${baseOffset}, ${count} messages, ${pos} of ${size} bytes read, ` +
-            `next offset ${baseOffset + pos}, ${problems === 0 ? 'ok' : `${problems} problem${problems === 1 ? '' : 's'}`}\n`,
+          `${file}: base offset ${baseOffset}, ${counts.messages} messages${inner}, ${pos} of ${size} bytes read, ` +
+            `next offset ${baseOffset + pos}, ${counts.problems === 0 ? 'ok' : `${counts.problems} problem${counts.problems === 1 ? '' : 's'}`}\n`,
         ),
       );
     }
-    return problems;
+    return counts.problems;
   } finally {
     await fh.close();
   }
+}
+
+/** Reads `n` bytes of the file at `pos` into `buf`. @throws Error on a short read */
+async function readAt(fh: FileHandle, buf: Buffer, pos: number, n: number): Promise<number> {
+  const { bytesRead } = await fh.read(buf, 0, n, pos);
+  if (bytesRead < n) throw new Error(`short read at position ${pos}: ${bytesRead} of ${n} bytes`);
+  return n;
+}
+
+/** Prints the current message of `it` (and, with --deep, the messages of a compressed set). */
+async function dumpMessage(it: MessageSetIterator, opts: DumpLogOptions, out: OutputWriter, counts: DumpCounts, report: (what: string) => void): Promise<void> {
+  const valid = it.crcValid;
+  // A bad CRC with a sane length and magic: report it and go on, the next message is where the length says.
+  if (!valid) report(`corrupt message: CRC mismatch (stored ${it.crc}, computed ${it.computedCrc()})`);
+  const compressed = it.codec !== 0;
+  const line = messageLine(it, valid, '', report);
+  if (!opts.summary) {
+    await out.write(Buffer.from(`${line.text}\n`));
+    if (opts.printPayloads && line.value !== undefined) {
+      if (compressed) await out.write(Buffer.from(`payload: (${line.value.length} compressed bytes; --deep prints the messages inside)\n`));
+      else await out.write(Buffer.concat([Buffer.from('payload: '), line.value, Buffer.from('\n')]));
+    }
+  }
+  if (!opts.deep || !compressed || !valid) return;
+  let inner: MessageSetIterator | undefined;
+  try {
+    inner = await it.openWrapper(opts.maxDecompressedBytes);
+  } catch (e) {
+    report(`corrupt compressed set: ${(e as Error).message}`);
+    return;
+  }
+  if (inner === undefined) {
+    report(`compressed set decompresses to more than ${opts.maxDecompressedBytes} bytes (--max-decompressed-bytes), not opened`);
+    return;
+  }
+  while (inner.advance()) {
+    counts.inner++;
+    const l = messageLine(inner, true, '| ', report);
+    if (opts.summary) continue;
+    await out.write(Buffer.from(`${l.text}\n`));
+    if (opts.printPayloads && l.value !== undefined) await out.write(Buffer.concat([Buffer.from('| payload: '), l.value, Buffer.from('\n')]));
+  }
+  if (inner.stop !== undefined) report(`corrupt compressed set: ${inner.stop.reason}`);
+}
+
+/**
+ * One message's line: `offset: … size: … payloadsize: … magic: … codec: … crc: … valid: …`, then
+ * for a message with a metadata header `keysize`, `key`, `timestamp` (ISO 8601, UTC) and `host`,
+ * each when present; an inner message's line starts with `| ` and names its position in the set.
+ * @returns the line and the value (undefined for a header that does not decode, which is reported)
+ */
+function messageLine(it: MessageSetIterator, valid: boolean, prefix: string, report: (what: string) => void): { text: string; value: Buffer | undefined } {
+  const where = prefix === '' ? `offset: ${it.offset}` : `${prefix}offset: ${it.offset} position: ${it.position}`;
+  let text =
+    `${where} size: ${it.size} payloadsize: ${it.payload().length} magic: ${it.magic} ` +
+    `codec: ${codecNames[it.codec]} crc: ${it.crc} valid: ${valid}` +
+    (valid ? '' : ` (computed crc ${it.computedCrc()})`);
+  if (!it.hasHeader) return { text, value: it.payload() };
+  try {
+    const { header, value } = it.header();
+    if (header?.key !== undefined) text += ` keysize: ${header.key.length} key: ${printable(header.key)}`;
+    if (header?.timestamp !== undefined) text += ` timestamp: ${isoTime(header.timestamp)}`;
+    if (header?.host !== undefined) text += ` host: ${header.host}`;
+    return { text: `${text} valuesize: ${value.length}`, value };
+  } catch (e) {
+    report(`corrupt metadata header: ${(e as Error).message}`);
+    return { text: `${text} header: invalid`, value: undefined };
+  }
+}
+
+/** A key as text: its UTF-8 when it is printable text, else `0x` and its bytes in hex. */
+function printable(key: Buffer): string {
+  const text = key.toString('utf8');
+  // eslint-disable-next-line no-control-regex
+  return Buffer.from(text, 'utf8').equals(key) && !/[\u0000-\u001f\u007f\s]/.test(text) ? text : `0x${key.toString('hex')}`;
+}
+
+/** A creation time as ISO 8601 (UTC), or the raw number when it is out of Date's range. */
+function isoTime(ms: number): string {
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? String(ms) : d.toISOString();
 }

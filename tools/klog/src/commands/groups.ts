@@ -1,8 +1,11 @@
 /**
- * `klog groups`: consumer groups from ZooKeeper (SPEC §4, §6). Without `--describe`, the group
- * names one per line; with it, the group's live consumers and, for every partition of the
- * topics it subscribes to (or has offsets or owners for): the owning consumer thread, the
- * committed offset, the log end offset and the lag (log end − committed offset).
+ * `klog groups`: consumer groups from ZooKeeper (docs/design.md §4, §6). Without `--describe`,
+ * the group names one per line; with it, the group's live consumers and, for every partition of
+ * the topics it subscribes to (or has offsets or owners for), kafka-consumer-groups' columns:
+ * `GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG(BYTES) LAG(MESSAGES) CONSUMER-ID HOST`.
+ * Offsets are byte positions, so the lag (log end − committed offset) is in bytes; the lag in
+ * messages is counted from one fetch of at most {@link lagCountBytes} after the committed
+ * offset, exact when the lag fits in it, otherwise estimated from the messages in it (`~`).
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { KlogError } from '@klog/client';
@@ -17,6 +20,7 @@ import {
 } from '@klog/zk-registry';
 import { LogEnds, orDash, parseZkConnect, table, withZooKeeper } from '../cluster.js';
 import { createLogger } from '../logger.js';
+import type { Logger } from 'pino';
 
 interface GroupsOptions {
   zookeeper: string;
@@ -24,22 +28,38 @@ interface GroupsOptions {
   json?: boolean;
 }
 
-/** One row of `--describe`. */
+/** One row of `--describe` (its JSON shape). */
 interface PartitionLag extends BrokerPartition {
+  readonly group: string;
   readonly topic: string;
+  /** The partition's number in the topic: the brokers' partitions counted in broker-id order. */
+  readonly partitionNumber: number;
+  /** The owning consumer thread, `<consumerId>-<stream>`. */
   readonly owner: string | null;
+  readonly consumerId: string | null;
+  /** The host in the consumer id (`<group>_<host>-<ms>-<hex>`), when it has that form. */
+  readonly host: string | null;
+  /** The committed offset (CURRENT-OFFSET). */
   readonly offset: number | null;
+  /** The log end offset (LOG-END-OFFSET). */
   readonly logEnd: number | null;
+  /** Lag in bytes: logEnd − offset. */
   readonly lag: number | null;
+  /** Lag in messages, exact or (lagMessagesEstimated) estimated; null when it could not be read. */
+  readonly lagMessages: number | null;
+  readonly lagMessagesEstimated: boolean;
 }
+
+/** Bytes fetched after a committed offset to count the lag in messages. */
+export const lagCountBytes = 1024 * 1024;
 
 /** Adds `klog groups` to `program`. */
 export function registerGroups(program: Command): void {
   program
     .command('groups')
-    .description('list the consumer groups in ZooKeeper, or describe one: owners, committed offsets, log ends, lag')
+    .description('list the consumer groups in ZooKeeper, or describe one: committed offsets, log ends, lag in bytes and messages, owners')
     .requiredOption('--zookeeper <connect>', 'ZooKeeper connect string host:port[,host:port...][/chroot]', parseZkConnect)
-    .option('--describe <group>', 'show each partition of the group: owner thread, committed offset, log end, lag', parseGroup)
+    .option('--describe <group>', 'show each partition of the group: committed offset, log end offset, lag (bytes, messages), consumer id, host', parseGroup)
     .option('--json', 'print JSON instead of text')
     .action(async (opts: GroupsOptions) => groups(opts));
 }
@@ -89,18 +109,28 @@ async function groups(opts: GroupsOptions): Promise<void> {
           }
         }
         const sorted = [...partitions.values()].sort((a, b) => a.brokerId - b.brokerId || a.partition - b.partition);
-        for (const { brokerId, partition } of sorted) {
+        for (const [partitionNumber, { brokerId, partition }] of sorted.entries()) {
           const name = `${brokerId}-${partition}`;
           const offset = committed.get(name);
           const logEnd = await ends.of(topic, brokerId, partition, logger);
+          const lag = offset !== undefined && logEnd !== undefined ? logEnd - offset : null;
+          const owner = owned.get(name) ?? null;
+          const consumerId = owner === null ? null : (members.find((m) => owner.startsWith(`${m.consumerId}-`))?.consumerId ?? owner.replace(/-\d+$/, ''));
+          const counted = lag === null ? undefined : await countLag(ends, topic, brokerId, partition, offset!, logEnd!, logger);
           rows.push({
+            group,
             topic,
             brokerId,
             partition,
-            owner: owned.get(name) ?? null,
+            partitionNumber,
+            owner,
+            consumerId,
+            host: consumerId === null ? null : hostOf(group, consumerId),
             offset: offset ?? null,
             logEnd: logEnd ?? null,
-            lag: offset !== undefined && logEnd !== undefined ? logEnd - offset : null,
+            lag,
+            lagMessages: counted?.messages ?? null,
+            lagMessagesEstimated: counted?.estimated ?? false,
           });
         }
       }
@@ -117,9 +147,60 @@ async function groups(opts: GroupsOptions): Promise<void> {
     }
     out += '\n';
     out += table([
-      ['TOPIC', 'PARTITION', 'OWNER', 'OFFSET', 'LOG-END', 'LAG'],
-      ...rows.map((r) => [r.topic, `${r.brokerId}-${r.partition}`, r.owner ?? '-', orDash(r.offset ?? undefined), orDash(r.logEnd ?? undefined), orDash(r.lag ?? undefined)]),
+      ['GROUP', 'TOPIC', 'PARTITION', 'CURRENT-OFFSET', 'LOG-END-OFFSET', 'LAG(BYTES)', 'LAG(MESSAGES)', 'CONSUMER-ID', 'HOST'],
+      ...rows.map((r) => [
+        r.group,
+        r.topic,
+        String(r.partitionNumber),
+        orDash(r.offset ?? undefined),
+        orDash(r.logEnd ?? undefined),
+        orDash(r.lag ?? undefined),
+        r.lagMessages === null ? '-' : `${r.lagMessagesEstimated ? '~' : ''}${r.lagMessages}`,
+        r.consumerId ?? '-',
+        r.host ?? '-',
+      ]),
     ]);
+    if (rows.some((r) => r.lagMessagesEstimated)) {
+      out += `~ estimated from the messages in the first ${lagCountBytes} bytes after the committed offset (offsets are byte positions)\n`;
+    }
+    if (rows.length > 0) out += 'PARTITION counts the partitions of the brokers in broker-id order (as the topic is numbered for Kafka clients); --json gives each brokerId and partition\n';
     process.stdout.write(out);
   });
+}
+
+/**
+ * The lag in messages between `offset` and `logEnd` of one partition: one fetch of at most
+ * {@link lagCountBytes} from `offset`; exact when it reaches `logEnd`, otherwise the lag in
+ * bytes divided by the mean bytes per message of that fetch (`estimated`).
+ * @returns undefined when the broker is not alive or the fetch fails (logged)
+ */
+async function countLag(
+  ends: LogEnds,
+  topic: string,
+  brokerId: number,
+  partition: number,
+  offset: number,
+  logEnd: number,
+  logger: Logger,
+): Promise<{ messages: number; estimated: boolean } | undefined> {
+  if (logEnd <= offset) return { messages: 0, estimated: false };
+  const consumer = ends.consumer(brokerId);
+  if (consumer === undefined) return undefined;
+  try {
+    const r = await consumer.fetchWhole({ topic, partition, offset, maxBytes: Math.min(logEnd - offset, lagCountBytes, consumer.maxFetchBytes) });
+    const messages = r.messages.filter((m) => m.offset < logEnd).length;
+    if (r.nextOffset >= logEnd || messages === 0) return { messages, estimated: r.nextOffset < logEnd };
+    return { messages: Math.round((messages * (logEnd - offset)) / (r.nextOffset - offset)), estimated: true };
+  } catch (e) {
+    logger.warn({ topic, brokerId, partition, offset, err: (e as Error).message }, 'could not count the lag in messages');
+    return undefined;
+  }
+}
+
+/** The host in a consumer id of the default form `<group>_<host>-<epoch ms>-<8 hex>`; null for another form. */
+function hostOf(group: string, consumerId: string): string | null {
+  const prefix = `${group}_`;
+  if (!consumerId.startsWith(prefix)) return null;
+  const m = /^(.+)-\d+-[0-9a-f]{8}$/.exec(consumerId.slice(prefix.length));
+  return m ? m[1]! : null;
 }

@@ -21,7 +21,7 @@
  * commit. It is a testing aid that keeps a run alive long enough to be killed at any point.
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { KlogError, MessageTooLargeError, OffsetOutOfRangeError, SimpleConsumer } from '@klog/client';
+import { KlogError, OffsetOutOfRangeError, SimpleConsumer } from '@klog/client';
 import { allPartitions, BrokerRegistry, type BrokerInfo } from '@klog/zk-registry';
 import { parseZkConnect, withZooKeeper } from '../cluster.js';
 import { createLogger } from '../logger.js';
@@ -321,13 +321,13 @@ async function loadPartition(
   let file: PartitionFile | undefined;
   let offset = plan.from;
   let messages = 0;
-  let size = Math.min(opts.fetchBytes, consumer.maxFetchBytes);
+  const fetchBytes = Math.min(opts.fetchBytes, consumer.maxFetchBytes);
   try {
     while (offset < end && !stop.failed) {
       if (opts.throttleMs > 0) await sleep(opts.throttleMs);
       let r;
       try {
-        r = await consumer.fetch({ topic, partition, offset, maxBytes: size });
+        r = await consumer.fetchWhole({ topic, partition, offset, maxBytes: fetchBytes });
       } catch (e) {
         if (e instanceof OffsetOutOfRangeError && e.earliest !== undefined && e.earliest > offset) {
           // Retention deleted a segment while this run was reading it.
@@ -344,12 +344,6 @@ async function loadPartition(
       let n = r.messages.length;
       while (n > 0 && r.messages[n - 1]!.offset >= end) n--;
       if (n === 0) {
-        const needed = r.partialMessageBytes ?? (r.bytes > 0 ? size + 1 : 0);
-        if (needed > size) {
-          if (size >= consumer.maxFetchBytes) throw new MessageTooLargeError(topic, partition, offset, needed, consumer.maxFetchBytes);
-          while (size < needed && size < consumer.maxFetchBytes) size = Math.min(size * 2, consumer.maxFetchBytes);
-          continue;
-        }
         throw new KlogError(`${where(plan)}: the broker returned nothing at offset ${offset}, before the log end ${end} read at the start of the run; nothing committed`);
       }
       const batch = n === r.messages.length ? r.messages : r.messages.slice(0, n);
@@ -359,7 +353,6 @@ async function loadPartition(
       progress.advance(next - offset);
       offset = next;
       messages += n;
-      size = Math.min(opts.fetchBytes, consumer.maxFetchBytes);
     }
     if (file) await file.close();
   } catch (e) {

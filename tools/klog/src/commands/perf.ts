@@ -17,6 +17,7 @@ import { printLine } from '../output.js';
 import { createProgress, formatBytes, formatCount, type Progress, RecentRate } from '../progress.js';
 import { rate } from '../rate.js';
 import { startOffset } from './consume.js';
+import { registerPerfLatency } from './perf-latency.js';
 
 interface PerfProduceOptions {
   brokerList: string;
@@ -78,6 +79,7 @@ export function registerPerf(program: Command): void {
     .option('--idle-timeout-ms <ms>', 'stop once no new message came for this long', intParser(1), 2000)
     .option('--json', 'print one JSON object on stdout instead of a line on stderr')
     .action(async (opts: PerfConsumeOptions) => perfConsume(opts));
+  registerPerfLatency(perf);
 }
 
 async function perfProduce(opts: PerfProduceOptions): Promise<void> {

@@ -1,0 +1,72 @@
+/**
+ * `klog perf latency`: a fixed-rate producer and a long-polling consumer against a real broker
+ * (default settings: group commit), and the percentiles it prints. How low they are is for
+ * the broker's tests (apps/broker/test/group-commit.test.ts) and docs/benchmarks.md.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startBroker, type Broker } from '@klog/broker';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { summarizeLatencies } from '../src/commands/perf-latency.js';
+
+const main = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
+
+function klog(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('klog perf latency', () => {
+  let work: string;
+  let broker: Broker;
+  let address: string;
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), 'klog-perf-latency-test-'));
+    broker = await startBroker({ logDir: join(work, 'logs'), port: 0 }, pino({ level: 'silent' }));
+    address = `127.0.0.1:${broker.port}`;
+  });
+  afterAll(async () => {
+    await broker.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('sends at the rate asked, receives every message and prints ordered percentiles as JSON', async () => {
+    for (const acks of ['0', '2']) {
+      const r = await klog(['perf', 'latency', '--broker', address, '--topic', `lat${acks}`, '--rate', '200', '--seconds', '1', '--warmup-seconds', '1', '--acks', acks, '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      const j = JSON.parse(r.stdout) as Record<string, number>;
+      expect(j).toMatchObject({ test: 'latency', rate: 200, seconds: 1, size: 200, acks: Number(acks), sent: 400, received: 400, lost: 0, count: 200 });
+      expect(j.p50Ms).toBeGreaterThan(0);
+      expect(j.p50Ms).toBeLessThanOrEqual(j.p95Ms!);
+      expect(j.p95Ms).toBeLessThanOrEqual(j.p99Ms!);
+      expect(j.p99Ms).toBeLessThanOrEqual(j.p999Ms!);
+      expect(j.p999Ms).toBeLessThanOrEqual(j.maxMs!);
+    }
+  });
+
+  it('prints one line without --json, and one line of error for a bad rate', async () => {
+    const r = await klog(['perf', 'latency', '--broker', address, '--topic', 'latline', '--rate', '100', '--seconds', '1', '--warmup-seconds', '0']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^perf latency: 100 messages of 200 B at 100 msg\/s \(acks 0\), send→consume ms: p50 [\d.]+, p95 [\d.]+, p99 [\d.]+, p99\.9 [\d.]+, max [\d.]+/);
+    const bad = await klog(['perf', 'latency', '--broker', address, '--topic', 'latline', '--rate', '0']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr.trimEnd().split('\n')).toHaveLength(1);
+  });
+
+  it('takes nearest-rank percentiles', () => {
+    const s = summarizeLatencies(Float64Array.from({ length: 1000 }, (_, i) => 1000 - i));
+    expect(s).toMatchObject({ count: 1000, p50Ms: 500, p95Ms: 950, p99Ms: 990, p999Ms: 999, maxMs: 1000, meanMs: 500.5 });
+    expect(Number.isNaN(summarizeLatencies(new Float64Array(0)).p99Ms)).toBe(true);
+  });
+});
