@@ -12,6 +12,7 @@ const projects = [
   ['packages/kafka-protocol', 'tsconfig.lint.json'],
   ['packages/retry', 'tsconfig.lint.json'],
   ['packages/storage', 'tsconfig.lint.json'],
+  ['packages/logger', 'tsconfig.lint.json'],
   ['packages/zk-registry', 'tsconfig.lint.json'],
   ['packages/client', 'tsconfig.lint.json'],
   ['apps/broker', 'tsconfig.lint.json'],

@@ -62,7 +62,7 @@ const logDir = join(work, 'logs');
 const setMessages = 1000;
 const set = encodeMessageSet(Array.from({ length: setMessages }, (_, i) => Buffer.alloc(messageBytes, i % 251)));
 const manager = await LogManager.open({ logDir, flushMessages: 1_000_000, flushIntervalMs: 60_000 });
-const log = manager.getOrCreateLog(topic, 0);
+const log = await manager.getOrCreateLog(topic, 0);
 const sets = Math.ceil((totalMiB * 1024 * 1024) / set.length);
 for (let i = 0; i < sets; i++) log.append(set, setMessages);
 const logBytes = log.logEndOffset;

@@ -27,7 +27,8 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { type AuditEvent, auditEventVersion, encodeAuditEvent, maxAuditTime, OffsetOutOfRangeError, windowStartOf, ZkProducer } from '@klog/client';
-import { AuditRangeRegistry, OffsetRegistry, OwnershipRegistry, type ZkLogger } from '@klog/zk-registry';
+import type { Logger } from '@klog/logger';
+import { AuditRangeRegistry, OffsetRegistry, OwnershipRegistry } from '@klog/zk-registry';
 import { type Cluster, scanPartition, type TopicPartition } from './cluster.js';
 
 /** Settings of a count. */
@@ -37,7 +38,7 @@ export interface CountOptions {
   /** Window of the report, ms: the group's count window must divide it (the first count sets it to this). */
   readonly windowMs: number;
   readonly auditTopic: string;
-  readonly logger: ZkLogger;
+  readonly logger: Logger;
 }
 
 /** A partition not counted, and why. */

@@ -4,7 +4,8 @@
  * message between two offsets, fetched in 1 MiB chunks (SPEC §3).
  */
 import { SimpleConsumer, type ConsumedMessage } from '@klog/client';
-import { type BrokerPartition, BrokerRegistry, parseConnectString, ZkClient, type ZkLogger } from '@klog/zk-registry';
+import type { Logger } from '@klog/logger';
+import { type BrokerPartition, BrokerRegistry, parseConnectString, ZkClient } from '@klog/zk-registry';
 
 /** A `--zookeeper` value: `[name=]host:port[,host:port...][/chroot]`. */
 export interface ClusterSpec {
@@ -58,7 +59,7 @@ export class Cluster {
    * Opens the ZooKeeper session of a cluster.
    * @throws ZkError when ZooKeeper cannot be reached within `connectTimeoutMs`
    */
-  static async open(spec: ClusterSpec, options: { logger?: ZkLogger; connectTimeoutMs?: number } = {}): Promise<Cluster> {
+  static async open(spec: ClusterSpec, options: { logger?: Logger; connectTimeoutMs?: number } = {}): Promise<Cluster> {
     const zk = await ZkClient.connect(spec.connect, { logger: options.logger, connectTimeoutMs: options.connectTimeoutMs ?? 10_000 });
     return new Cluster(spec, zk);
   }

@@ -6,23 +6,29 @@
  * self-contained page with a chart. Clusters are given in the order messages flow (the online
  * cluster first, then the analytics cluster mirrored from it).
  *
- * Exit status: 0; 1 with `--check` when a closed window is short (messages lost) or could not
- * be judged (incomplete: some of its counts are partial), or when there is nothing to judge (no
- * audit events, or every window still open); 2 for bad arguments or a cluster that cannot be
- * reached (one line on stderr).
+ * Exit status, as every klog command's (README, "Exit codes"): 0; 1 with `--check` when a closed
+ * window is short (messages lost) or could not be judged (incomplete: some of its counts are
+ * partial), or when there is nothing to judge (no audit events, or every window still open), and
+ * for a cluster that cannot be reached; 2 for bad arguments (one line on stderr).
  */
+import { createRequire } from 'node:module';
 import { accessSync, constants, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { defaultAuditTopic, defaultAuditWindowMs, minAuditWindowMs } from '@klog/client';
 import { validateTopic } from '@klog/protocol';
-import { pino } from 'pino';
+import { createLogger, logFormats, type LogFormat, type LogLevel, logLevels } from '@klog/logger/pino';
 import { readAuditLog } from './audit-log.js';
 import { Cluster, parseClusterSpecs } from './cluster.js';
 import { countCluster } from './cluster-counter.js';
 import { renderHtmlReport } from './html-report.js';
 import { reconcile, type ClusterEvents, type IncompleteTier } from './reconcile.js';
 import { renderTable, summaryLine } from './table.js';
+
+/** A bad argument found after commander parsed them (exit code 2, as commander's own). */
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
 
 /** The consumer group the audit consumer commits as, unless `--group` says otherwise. */
 export const defaultAuditGroup = 'klog-audit';
@@ -52,11 +58,13 @@ interface AuditOptions {
   json?: boolean;
   html?: string;
   check?: boolean;
-  logLevel: string;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
 }
 
 const program = new Command('klog-audit')
   .description('klog audit: counts each cluster, reads the audit topics and reconciles per-window message counts between tiers')
+  .version((createRequire(import.meta.url)('../package.json') as { version: string }).version, '-V, --version', 'print the klog version')
   .requiredOption('--zookeeper <[name=]zk-connect>', 'a cluster, in the order messages flow through them (repeat: online first, then analytics)', collect)
   .option('--window-ms <ms>', `window length in ms (at least ${minAuditWindowMs}); producers and mirror makers must use it or a divisor of it`, int('--window-ms', minAuditWindowMs), defaultAuditWindowMs)
   .option('--grace-ms <ms>', 'how long after its end a window stays open (default: one window)', int('--grace-ms', 0))
@@ -66,22 +74,38 @@ const program = new Command('klog-audit')
   .option('--json', 'print the report as one JSON object instead of a table')
   .option('--html <file>', 'also write the report as a self-contained HTML page with a chart')
   .option('--check', 'exit 1 when a closed window is short (messages lost) or incomplete (not judged), or nothing can be judged yet')
-  .addOption(new Option('--log-level <level>', 'pino level of the logs on stderr').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'))
+  .addOption(new Option('--log-level <level>', 'lowest level of the logs on stderr').choices(logLevels).default('warn'))
+  .addOption(new Option('--log-format <format>', 'auto: pretty on a terminal, JSON lines otherwise').choices(logFormats).default('auto'))
+  .addHelpText(
+    'after',
+    `
+Examples:
+  klog-audit --zookeeper online=127.0.0.1:2181/klog --window-ms 10000 --grace-ms 5000
+  klog-audit --zookeeper online=127.0.0.1:2181/online --zookeeper analytics=127.0.0.1:2181/analytics --check
+  klog-audit --zookeeper 127.0.0.1:2181/klog --no-count --json --html audit.html
+
+Exit codes: 0 ok, 1 a failed --check or a failure (a cluster that cannot be reached), 2 usage error.`,
+  )
   .exitOverride()
   .showHelpAfterError(false);
 
 async function main(argv: string[]): Promise<number> {
   program.parse(argv);
   const o = program.opts<AuditOptions>();
-  const specs = parseClusterSpecs(o.zookeeper);
+  let specs: ReturnType<typeof parseClusterSpecs>;
+  try {
+    specs = parseClusterSpecs(o.zookeeper);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   if (o.html !== undefined) {
     try {
       accessSync(dirname(resolve(o.html)), constants.W_OK);
     } catch {
-      throw new Error(`--html ${o.html}: its folder does not exist or is not writable`);
+      throw new UsageError(`--html ${o.html}: its folder does not exist or is not writable`);
     }
   }
-  const logger = pino({ name: 'klog-audit', level: o.logLevel }, pino.destination(2));
+  const logger = createLogger({ name: 'klog-audit', level: o.logLevel, format: o.logFormat, fd: 2 });
   const graceMs = o.graceMs ?? o.windowMs;
   const warnings: string[] = [];
   const clusters: Cluster[] = [];
@@ -157,6 +181,6 @@ main(process.argv).then(
   (err: unknown) => {
     if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
     process.stderr.write(`klog-audit: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(2);
+    process.exit(err instanceof UsageError ? 2 : 1);
   },
 );

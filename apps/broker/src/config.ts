@@ -57,6 +57,26 @@ export interface BrokerConfig {
   readPath: ReadPathSetting;
   /** Port of the Prometheus `/metrics` endpoint on `host` (`metrics.port`); 0 picks a free one, which the broker logs; absent: no endpoint. */
   metricsPort?: number;
+  /**
+   * Whether a produce to a topic the broker does not have creates it (`auto.create.topics.enable`);
+   * default true. METADATA never creates a topic either way.
+   */
+  autoCreateTopics: boolean;
+  /** Most partitions the broker creates topics up to, counting those already on disk (`max.partitions`); default 10 000. */
+  maxPartitions: number;
+  /**
+   * Most bytes of requests buffered over all connections (`queued.max.request.bytes`); default
+   * 128 MiB, and never less than `max.request.bytes`. A connection that would pass it stops
+   * being read until memory is released.
+   */
+  queuedMaxRequestBytes: number;
+  /**
+   * A connection that completes no request for this many ms is closed (`connections.max.idle.ms`):
+   * an idle one, and one holding a half-sent frame; default 600 000 (10 minutes, as Kafka).
+   */
+  connectionsMaxIdleMs: number;
+  /** Most client connections at once (`max.connections`); more are closed at once, with a log line; default 10 000. */
+  maxConnections: number;
   /** Port of the Kafka listener (`kafka.port`, docs/kafka-protocol.md); 0 picks a free one, which the broker logs; absent: no Kafka listener. */
   kafkaPort?: number;
   /** Host given to Kafka clients in Metadata and FindCoordinator answers (`kafka.advertised.host`); default `host`. */
@@ -107,6 +127,11 @@ export const defaultBrokerConfig: Omit<BrokerConfig, 'logDir'> = {
   maxRequestBytes: defaultMaxRequestBytes,
   maxFetchBytes: defaultMaxRequestBytes,
   readPath: 'auto',
+  autoCreateTopics: true,
+  maxPartitions: 10_000,
+  queuedMaxRequestBytes: 128 * 1024 * 1024,
+  connectionsMaxIdleMs: 600_000,
+  maxConnections: 10_000,
 };
 
 /** A configuration value that is missing or not of its kind; its message names the setting. */
@@ -115,6 +140,16 @@ export class ConfigError extends Error {
 }
 
 type NumericKey = { [K in keyof BrokerConfig]-?: NonNullable<BrokerConfig[K]> extends number ? K : never }[keyof BrokerConfig];
+
+/**
+ * Checks a boolean setting's text: `true` or `false`.
+ * @throws ConfigError naming the source and the value seen
+ */
+export function parseBoolean(text: string, source: string): boolean {
+  const v = text.trim();
+  if (v === 'true' || v === 'false') return v === 'true';
+  throw new ConfigError(`${source}: expected true or false, got ${JSON.stringify(text)}`);
+}
 
 /** Each setting's properties-file key; `retention.hours` is handled apart (it scales to ms). */
 const propertyKeys: Record<string, keyof BrokerConfig> = {
@@ -140,6 +175,11 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
   'max.fetch.bytes': 'maxFetchBytes',
   'read.path': 'readPath',
   'metrics.port': 'metricsPort',
+  'auto.create.topics.enable': 'autoCreateTopics',
+  'max.partitions': 'maxPartitions',
+  'queued.max.request.bytes': 'queuedMaxRequestBytes',
+  'connections.max.idle.ms': 'connectionsMaxIdleMs',
+  'max.connections': 'maxConnections',
   'kafka.port': 'kafkaPort',
   'kafka.advertised.host': 'kafkaAdvertisedHost',
 };
@@ -161,6 +201,10 @@ const minimums: Record<NumericKey, number> = {
   maxRequestBytes: 16,
   maxFetchBytes: 1,
   metricsPort: 0,
+  maxPartitions: 1,
+  queuedMaxRequestBytes: 16,
+  connectionsMaxIdleMs: 100,
+  maxConnections: 1,
   kafkaPort: 0,
 };
 
@@ -202,18 +246,24 @@ export function readPropertiesFile(path: string): Partial<BrokerConfig> {
     if (setting === 'host' || setting === 'logDir' || setting === 'zookeeper' || setting === 'kafkaAdvertisedHost') out[setting] = value;
     else if (setting === 'readPath') out.readPath = parseReadPath(value, `${path}: ${key}`);
     else if (setting === 'flushPolicy') out.flushPolicy = parseFlushPolicy(value, `${path}: ${key}`);
+    else if (setting === 'autoCreateTopics') out.autoCreateTopics = parseBoolean(value, `${path}: ${key}`);
     else out[setting] = parseSetting(setting, value, `${path}: ${key}`);
   }
   return out;
 }
 
 /**
- * Fills in defaults.
- * @throws ConfigError when `logDir` is missing
+ * Fills in defaults (`queued.max.request.bytes` at least `max.request.bytes` when not set).
+ * @throws ConfigError when `logDir` is missing, or `queued.max.request.bytes` is set below
+ *   `max.request.bytes` (a largest request could never be read)
  */
 export function resolveConfig(partial: Partial<BrokerConfig>): BrokerConfig {
   const config = { ...defaultBrokerConfig, ...partial } as BrokerConfig;
   if (!config.logDir) throw new ConfigError('a log dir is required (--log-dir or log.dir)');
+  if (partial.queuedMaxRequestBytes === undefined) config.queuedMaxRequestBytes = Math.max(config.queuedMaxRequestBytes, config.maxRequestBytes + 4);
+  else if (config.queuedMaxRequestBytes < config.maxRequestBytes + 4) {
+    throw new ConfigError(`queued.max.request.bytes ${config.queuedMaxRequestBytes} is below max.request.bytes ${config.maxRequestBytes} + 4: the largest request could never be read`);
+  }
   parseReadPath(String(config.readPath), 'read.path');
   parseFlushPolicy(String(config.flushPolicy), 'flush.policy');
   parseSetting('flushThreads', String(config.flushThreads), 'flush.threads');

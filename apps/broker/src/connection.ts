@@ -10,15 +10,37 @@
  * request that has a response is handled (so appends stay in arrival order), or once the reads
  * of this turn of the event loop are done (`setImmediate`): the sets of several reads of 64 KiB
  * then go to the log in one write.
+ *
+ * Memory (docs/format.md §5, broker settings): every byte read and not yet handled counts
+ * against the broker's {@link RequestMemory} (`queued.max.request.bytes`). A frame larger than
+ * {@link largeFrameBytes} is received into one buffer of its size, reserved from the budget when
+ * its size prefix arrives; while the budget cannot take it, or is spent, the socket is not read
+ * (the client waits in TCP). A connection that completes no request for
+ * `connections.max.idle.ms` is closed by the server ({@link Connection.idleSinceMs}).
  */
 import type { Socket } from 'node:net';
-import { ErrorCode, ProtocolError, bufferView, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
+import { ErrorCode, ProtocolError, RequestDecoder, bufferView, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
 import { inlineRegionMaxBytes, sendRegion, type FileRegion } from '@klog/storage';
 import { handleFireAndForget, handleRequest, ProduceRun, type BrokerContext, type ResponsePart } from './handlers/index.js';
+import type { RequestMemory } from './request-memory.js';
+
+/**
+ * Frames above this many bytes are received into a buffer of their own, reserved first from the
+ * request budget; smaller ones are cut from the chunks the socket delivers.
+ */
+export const largeFrameBytes = 1024 * 1024;
 
 /** Releases the file regions of a response that will not be sent. */
 function releaseAll(parts: ResponsePart[] | undefined): void {
   for (const p of parts ?? []) if (!Buffer.isBuffer(p)) p.release();
+}
+
+/** A large frame being received into its own buffer. */
+interface Assembly {
+  /** The frame after its size prefix. */
+  readonly buf: Buffer;
+  /** Bytes of `buf` received so far. */
+  filled: number;
 }
 
 /** Serves one socket until it closes. */
@@ -27,21 +49,32 @@ export class Connection {
   private chunks: Buffer[] = [];
   /** Bytes of `chunks[0]` already cut into frames (kept as a position: a view per frame would cost more). */
   private headPos = 0;
-  /** Total bytes not yet cut into frames. */
+  /** Total bytes not yet cut into frames (all counted in `memory`). */
   private buffered = 0;
+  /** The large frame being received, its bytes reserved in `memory`. */
+  private assembly: Assembly | undefined;
+  /** Bytes of `memory` held by the frame being handled (a large frame), released when it is done. */
+  private handling = 0;
+  /** Cancels the wait for memory while the socket is paused for it. */
+  private memoryWait: (() => void) | undefined;
   /** True while a request is being handled; later frames wait their turn. */
   private busy = false;
   private closed = false;
+  /** When the last request was completed (or the connection opened), ms since the epoch. */
+  private lastRequestMs = Date.now();
   /** The broker's context, with `closing` also aborted when this connection closes. */
   private readonly ctx: BrokerContext;
   /** Fire-and-forget message sets received and not yet appended. */
   private readonly run: ProduceRun;
   /** Set while a `setImmediate` that appends `run` is pending. */
   private runFlush: NodeJS.Immediate | undefined;
+  /** Decodes this connection's requests, keeping the topic name it last read. */
+  private readonly decoder = new RequestDecoder();
 
   constructor(
     broker: BrokerContext,
     private readonly socket: Socket,
+    private readonly memory: RequestMemory,
   ) {
     const gone = new AbortController();
     this.ctx = { ...broker, closing: AbortSignal.any([broker.closing, gone.signal]) };
@@ -49,33 +82,111 @@ export class Connection {
     this.run = new ProduceRun(ctx);
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
-      this.chunks.push(chunk);
-      this.buffered += chunk.length;
+      if (this.closed) return;
+      const rest = this.assembly !== undefined ? this.fill(chunk) : chunk;
+      if (rest.length > 0) {
+        this.chunks.push(rest);
+        this.buffered += rest.length;
+        memory.add(rest.length);
+      }
       // Hold reading while a backlog of at least one whole request waits; resume in pump().
       if (this.buffered > ctx.config.maxRequestBytes + frameSizeBytes) socket.pause();
+      if (memory.exhausted && this.assembly === undefined) this.waitForMemory();
       if (!this.busy) void this.pump();
     });
     socket.on('error', (err) => ctx.logger.debug({ remote: this.remote, err: err.message }, 'connection error'));
     socket.on('close', () => {
-      this.appendRun();
       this.closed = true;
       gone.abort(); // a long-poll fetch of this connection stops waiting
+      // While a request is handled, the fire-and-forget frames already received are still
+      // appended (a producer may close right after sending); pump() then finishes the close.
+      if (!this.busy) this.finishClose();
     });
+  }
+
+  /**
+   * Since when (ms since the epoch) the connection has completed no request, or undefined while
+   * it handles one: the server closes it after `connections.max.idle.ms`.
+   */
+  get idleSinceMs(): number | undefined {
+    return this.busy ? undefined : this.lastRequestMs;
+  }
+
+  /** Bytes of the request budget this connection holds. */
+  get heldBytes(): number {
+    return this.buffered + (this.assembly?.buf.length ?? 0) + this.handling;
+  }
+
+  /** Appends what the connection gathered, gives back every byte it holds and drops its buffers. */
+  private finishClose(): void {
+    this.appendRun();
+    this.releaseMemory();
+  }
+
+  /** Gives back every byte this connection holds, and drops its buffers. */
+  private releaseMemory(): void {
+    this.memoryWait?.();
+    this.memoryWait = undefined;
+    this.memory.release(this.heldBytes);
+    this.chunks = [];
+    this.buffered = 0;
+    this.headPos = 0;
+    this.assembly = undefined;
+    this.handling = 0;
+  }
+
+  /** Stops reading until the budget has room again (then reads and cuts frames again). */
+  private waitForMemory(): void {
+    if (this.memoryWait !== undefined || this.closed) return;
+    this.socket.pause();
+    this.memoryWait = this.memory.whenReleased(() => {
+      this.memoryWait = undefined;
+      if (this.closed) return;
+      if (this.memory.exhausted) return this.waitForMemory();
+      if (!this.busy) void this.pump();
+    });
+  }
+
+  /** Copies the start of `chunk` into the large frame being received. @returns the bytes after the frame */
+  private fill(chunk: Buffer): Buffer {
+    const a = this.assembly!;
+    const take = Math.min(chunk.length, a.buf.length - a.filled);
+    chunk.copy(a.buf, a.filled, 0, take);
+    a.filled += take;
+    return take === chunk.length ? chunk.subarray(0, 0) : chunk.subarray(take);
   }
 
   private get remote(): string {
     return `${this.socket.remoteAddress}:${this.socket.remotePort}`;
   }
 
-  /** The next whole frame (after its size prefix), or undefined; throws ProtocolError on a bad size. */
+  /** `address:port` of the client. */
+  get remoteAddress(): string {
+    return this.remote;
+  }
+
+  /**
+   * The next whole frame (after its size prefix), or undefined; throws ProtocolError on a bad
+   * size. A large frame not yet whole moves into a buffer of its own once the budget takes it.
+   */
   private nextFrame(): Buffer | undefined {
+    const a = this.assembly;
+    if (a !== undefined) {
+      if (a.filled < a.buf.length) return undefined;
+      this.assembly = undefined;
+      this.handling = a.buf.length;
+      return a.buf;
+    }
     if (this.buffered < frameSizeBytes) return undefined;
     let head = this.chunks[0]!;
     if (head.length - this.headPos < frameSizeBytes) head = this.coalesce(frameSizeBytes);
     const at = this.headPos;
     const size = readFrameSize(head, at, this.ctx.config.maxRequestBytes)!;
     const total = frameSizeBytes + size;
-    if (this.buffered < total) return undefined;
+    if (this.buffered < total) {
+      if (size > largeFrameBytes) this.assemble(size);
+      return undefined;
+    }
     if (head.length - at < total) head = this.coalesce(total);
     const start = this.headPos;
     const frame = bufferView(head, start + frameSizeBytes, start + total);
@@ -85,7 +196,39 @@ export class Connection {
       this.headPos = 0;
     }
     this.buffered -= total;
+    this.memory.release(total);
     return frame;
+  }
+
+  /**
+   * Moves the large frame of `size` bytes whose prefix heads the buffered bytes (all of them
+   * belong to it) into a buffer of its own, once the budget can reserve it; until then the
+   * socket is not read.
+   */
+  private assemble(size: number): void {
+    if (this.memoryWait !== undefined) return;
+    const before = this.buffered;
+    if (!this.memory.tryReserve(size)) {
+      this.waitForMemory();
+      return;
+    }
+    const buf = Buffer.allocUnsafeSlow(size);
+    let filled = 0;
+    let skip = this.headPos + frameSizeBytes;
+    for (const c of this.chunks) {
+      if (skip >= c.length) {
+        skip -= c.length;
+        continue;
+      }
+      filled += c.copy(buf, filled, skip);
+      skip = 0;
+    }
+    this.chunks = [];
+    this.headPos = 0;
+    this.buffered = 0;
+    this.memory.release(before);
+    this.assembly = { buf, filled };
+    if (this.socket.isPaused() && !this.memory.exhausted) this.socket.resume();
   }
 
   /**
@@ -126,21 +269,41 @@ export class Connection {
           this.socket.destroySoon();
           return;
         }
-        if (frame === undefined || this.closed) break;
-        if (handleFireAndForget(this.ctx, frame, run)) continue;
+        if (frame === undefined) break;
+        const fireAndForget = handleFireAndForget(this.ctx, this.decoder, frame, run);
+        if (fireAndForget !== false) {
+          if (fireAndForget !== true) await fireAndForget;
+          this.requestDone();
+          continue;
+        }
+        if (this.closed) {
+          this.requestDone(); // nobody to answer: skipped
+          continue;
+        }
         this.appendRun();
         const response = await this.handle(frame);
         if (this.closed) {
           releaseAll(response);
-          break;
+          this.requestDone();
+          continue;
         }
         if (response !== undefined) await this.write(response);
+        this.requestDone();
       }
       if (run.pending && this.runFlush === undefined) this.runFlush = setImmediate(() => this.appendRun());
-      if (this.socket.isPaused()) this.socket.resume();
+      if (this.socket.isPaused() && this.memoryWait === undefined && !this.closed) this.socket.resume();
     } finally {
       this.busy = false;
+      if (this.closed) this.finishClose();
     }
+  }
+
+  /** A request is done: its large frame's bytes go back to the budget, and the idle clock restarts. */
+  private requestDone(): void {
+    this.lastRequestMs = Date.now();
+    if (this.handling === 0) return;
+    this.memory.release(this.handling);
+    this.handling = 0;
   }
 
   /** Appends the fire-and-forget sets received so far. */
@@ -152,7 +315,7 @@ export class Connection {
 
   private async handle(frame: Buffer): Promise<ResponsePart[] | undefined> {
     try {
-      return await handleRequest(this.ctx, frame);
+      return await handleRequest(this.ctx, this.decoder, frame);
     } catch (err) {
       this.ctx.logger.error({ remote: this.remote, err }, 'request failed');
       return [encodeErrorResponse(ErrorCode.Unknown)];
@@ -233,4 +396,38 @@ function inlineRegion(region: FileRegion): Buffer {
   } finally {
     region.release();
   }
+}
+
+/**
+ * Closes the connections that have completed no request for `maxIdleMs`
+ * (`connections.max.idle.ms`): idle clients, and clients holding a half-sent frame. One log
+ * line per connection closed.
+ */
+export function closeIdle(connections: Iterable<Connection>, maxIdleMs: number, logger: BrokerContext['logger']): void {
+  const now = Date.now();
+  for (const c of connections) {
+    const since = c.idleSinceMs;
+    if (since === undefined || now - since < maxIdleMs) continue;
+    logger.info({ remote: c.remoteAddress, idleMs: now - since, bufferedBytes: c.heldBytes, maxIdleMs }, 'closing idle connection');
+    c.destroy();
+  }
+}
+
+/**
+ * Logs connections refused at `max.connections`: the first at once, then at most one line a
+ * second with how many were refused since.
+ */
+export function refusalLog(logger: BrokerContext['logger'], maxConnections: number): { refused(remote: string): void } {
+  let lastLogMs = 0;
+  let unlogged = 0;
+  return {
+    refused(remote: string): void {
+      unlogged++;
+      const now = Date.now();
+      if (now - lastLogMs < 1000) return;
+      logger.warn({ remote, refused: unlogged, maxConnections }, 'connection refused: max.connections reached');
+      lastLogMs = now;
+      unlogged = 0;
+    },
+  };
 }

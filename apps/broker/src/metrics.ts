@@ -13,7 +13,7 @@
  * | `klog_fetch_responses_total` | counter | topic | fetch answers with data (one per partition of a MULTIFETCH) |
  * | `klog_requests_total` | counter | type | requests by request type name (Fetch, Produce, ...) |
  * | `klog_request_duration_seconds` | histogram | type | frame in to response ready (requests with a response; a long poll's wait included) |
- * | `klog_errors_total` | counter | code | error responses and rejected requests (fire-and-forget sets too), by error code name |
+ * | `klog_errors_total` | counter | code | error responses and rejected requests (fire-and-forget sets too; `DiskFull` for a full disk), by error code name |
  * | `klog_connections_open` | gauge | | client connections open |
  * | `klog_long_polls_waiting` | gauge | | fetches waiting at the log end for data |
  * | `klog_flushes_total` | counter | result (ok, error) | log flushes (fdatasync rounds, docs/design.md §2) |

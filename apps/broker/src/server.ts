@@ -9,7 +9,8 @@ import { crcSupport } from '@klog/protocol';
 import { pino, type Logger } from 'pino';
 import { ConfigError, resolveConfig, type BrokerConfig } from './config.js';
 import { joinCluster, type ClusterMembership } from './cluster.js';
-import { Connection } from './connection.js';
+import { closeIdle, Connection, refusalLog } from './connection.js';
+import { RequestMemory } from './request-memory.js';
 import type { BrokerContext } from './handlers/index.js';
 import { BrokerMetrics, serveMetrics } from './metrics.js';
 import { startKafkaListener, type KafkaListener } from './kafka/listener.js';
@@ -53,15 +54,26 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal };
   const connections = new Set<Connection>();
   metrics.countConnections(() => connections.size);
+  const memory = new RequestMemory(config.queuedMaxRequestBytes);
+  const refusals = refusalLog(logger, config.maxConnections);
   const server: Server = createServer((socket) => {
-    const c = new Connection(ctx, socket);
+    if (connections.size >= config.maxConnections) {
+      refusals.refused(`${socket.remoteAddress}:${socket.remotePort}`);
+      socket.destroy();
+      return;
+    }
+    const c = new Connection(ctx, socket, memory);
     connections.add(c);
     socket.on('close', () => connections.delete(c));
   });
+  const sweepMs = Math.min(1000, Math.max(10, config.connectionsMaxIdleMs / 4));
+  const idleSweep = setInterval(() => closeIdle(connections, config.connectionsMaxIdleMs, logger), sweepMs);
+  idleSweep.unref();
   server.listen(config.port, config.host);
   try {
     await once(server, 'listening');
   } catch (err) {
+    clearInterval(idleSweep);
     await logs.close();
     throw err;
   }
@@ -73,6 +85,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     try {
       ({ server: metricsServer, port: metricsPort } = await serveMetrics(metrics, config.host, config.metricsPort));
     } catch (err) {
+      clearInterval(idleSweep);
       server.close();
       await logs.close();
       throw err;
@@ -83,6 +96,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     try {
       cluster = await joinCluster(config, port, logs, logger);
     } catch (err) {
+      clearInterval(idleSweep);
       server.close();
       metricsServer?.close();
       await logs.close();
@@ -125,6 +139,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       abort.abort();
+      clearInterval(idleSweep);
       await kafka?.close();
       await cluster?.leave();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));

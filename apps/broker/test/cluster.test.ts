@@ -6,7 +6,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { BrokerIdInUseError, BrokerRegistry, ZkClient } from '@klog/zk-registry';
 import { assertZooKeeperRunning, expireSession, removeChroot, testConnectString } from '@klog/zk-registry/testing';
-import { Decoder, decodeMetadataResponse, encodeMetadataRequest } from '@klog/protocol';
+import { AckLevel, Decoder, decodeMetadataResponse, decodeProduceAckResponse, encodeMetadataRequest, encodeProduceAckRequest } from '@klog/protocol';
 import { startBroker, type Broker } from '../src/index.js';
 import { WireClient, removeDir, tempDir } from './helpers.js';
 
@@ -54,7 +54,7 @@ describe('broker in cluster mode', () => {
     cleanups.push(() => removeDir(dir));
     // A topic on disk before the start is registered at start.
     const first = await startBroker({ logDir: dir, port: 0, numPartitions: 3 }, silent);
-    first.logs.createTopic('on-disk');
+    await first.logs.createTopic('on-disk');
     await first.close();
 
     const b = await broker(connect, 7, { logDir: dir });
@@ -66,6 +66,9 @@ describe('broker in cluster mode', () => {
     cleanups.push(() => c.close());
     const r = await c.request(encodeMetadataRequest(['later']));
     expect(decodeMetadataResponse(new Decoder(r.body))).toEqual([{ topic: 'later', errorCode: 0, partitions: 2 }]);
+    expect(b.logs.partitionCount('later')).toBeUndefined(); // METADATA does not create it: a produce does
+    const created = await c.request(encodeProduceAckRequest({ acks: AckLevel.Appended, partitions: [{ topic: 'later', partition: 0, messages: Buffer.alloc(0) }] }));
+    expect(decodeProduceAckResponse(new Decoder(created.body))).toMatchObject([{ topic: 'later', errorCode: 0 }]);
     expect(await until('topic registration', async () => ((await reg.topicPartitions('later')).length ? reg.topicPartitions('later') : undefined))).toEqual([
       { brokerId: 7, partitions: 2 },
     ]);
@@ -92,7 +95,7 @@ describe('broker in cluster mode', () => {
     const connect = testConnectString();
     cleanups.push(() => removeChroot(connect));
     const b = await broker(connect, 3);
-    b.logs.createTopic('kept');
+    await b.logs.createTopic('kept');
     const reg = await registry(connect);
     await until('topic registration', async () => ((await reg.topicPartitions('kept')).length ? true : undefined));
     const oldSession = b.cluster!.zk.sessionId;

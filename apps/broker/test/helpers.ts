@@ -94,9 +94,13 @@ process.once('exit', () => {
   for (const p of spawned) p.kill('SIGKILL');
 });
 
-/** Starts `klog-broker` with `args` and waits for its "broker listening" line. */
-export async function spawnBroker(args: string[]): Promise<BrokerProcess> {
-  const proc = spawn(process.execPath, [brokerMain, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts `klog-broker` with `args` and waits for its "broker listening" line.
+ * @param wrap a command the broker runs under, e.g. `['prlimit', '--nofile=256', '--']` or strace
+ */
+export async function spawnBroker(args: string[], wrap: string[] = []): Promise<BrokerProcess> {
+  const argv = [process.execPath, brokerMain, '--port', '0', ...args];
+  const proc = spawn(wrap[0] ?? argv[0]!, [...wrap.slice(1), ...(wrap.length > 0 ? argv : argv.slice(1))], { stdio: ['ignore', 'pipe', 'pipe'] });
   spawned.add(proc);
   proc.once('exit', () => spawned.delete(proc));
   const logs: Record<string, unknown>[] = [];

@@ -29,7 +29,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseProperties } from 'dot-properties';
-import { defaultAuditTopic, defaultAuditWindowMs, minAuditWindowMs } from '@klog/client';
+import { defaultAuditTopic, defaultAuditWindowMs, minAuditWindowMs, type OffsetReset, parseOffsetReset } from '@klog/client';
 import { validateTopic } from '@klog/protocol';
 import { parseConnectString } from '@klog/zk-registry';
 
@@ -79,7 +79,7 @@ export interface MirrorConfig {
   /** Wait between rebalance attempts, ms; default 1000. */
   rebalanceBackoffMs: number;
   /** Where a partition without a committed offset starts; default `smallest` (copy everything kept). */
-  autoOffsetReset: 'smallest' | 'largest';
+  autoOffsetReset: OffsetReset;
   /** Testing aid: drop one message in this many instead of sending it (and commit past it). 0: off. */
   dropOneIn: number;
   /**
@@ -259,8 +259,10 @@ export function resolveConfig(partial: Partial<MirrorConfig>): MirrorConfig {
     throw new ConfigError(`audit.topic: ${(err as Error).message}`);
   }
   if (c.onGap !== 'fail' && c.onGap !== 'continue') throw new ConfigError(`on.gap ${String(c.onGap)} must be fail or continue`);
-  if (c.autoOffsetReset !== 'smallest' && c.autoOffsetReset !== 'largest') {
-    throw new ConfigError(`auto.offset.reset ${String(c.autoOffsetReset)} must be smallest or largest`);
+  try {
+    parseOffsetReset(c.autoOffsetReset, 'auto.offset.reset');
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
   }
   let target: string;
   try {

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 /**
  * `klog-mirror-maker`: copies the selected topics of every `--source` cluster into the
- * `--target` cluster (SPEC §6). SIGTERM and SIGINT finish what is in flight, commit what the
- * target acknowledged and exit 0. Bad settings print one line on stderr and exit 2.
+ * `--target` cluster (docs/design.md §6). SIGTERM and SIGINT finish what is in flight, commit what
+ * the target acknowledged and exit 0. Exit codes as every klog command (README, "Exit codes"): bad
+ * settings print one line on stderr and exit 2, a failure at run time exits 1. Logs go to stdout:
+ * JSON lines, or pretty on a terminal (`--log-format`).
  */
-import { Command, InvalidArgumentError } from 'commander';
-import { pino } from 'pino';
+import { createRequire } from 'node:module';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { createLogger, logFormats, type LogFormat, type LogLevel, logLevels } from '@klog/logger/pino';
 import { ConfigError, parseIntSetting, readConfigFile, resolveConfig, type MirrorConfig } from './config.js';
 import { MirrorMaker } from './mirror-maker.js';
 
@@ -20,6 +23,7 @@ const collect = (v: string, previous: string[] = []): string[] => [...previous, 
 
 const program = new Command('klog-mirror-maker')
   .description('klog mirror maker: copies topics from source clusters into a target cluster, at least once')
+  .version((createRequire(import.meta.url)('../package.json') as { version: string }).version, '-V, --version', 'print the klog version')
   .option('--config <file>', 'properties or JSON file with the same settings (flags override it)')
   .option('--source <zk-connect>', 'ZooKeeper connect string of a source cluster (repeat for more)', collect)
   .option('--target <zk-connect>', 'ZooKeeper connect string of the target cluster')
@@ -47,7 +51,19 @@ const program = new Command('klog-mirror-maker')
   .option('--metrics-port <port>', 'serve Prometheus metrics (copied, lag, gaps) on this port, 0 picks a free one (metrics.port)', int('--metrics-port'))
   .option('--metrics-host <host>', 'address of the metrics endpoint (default 127.0.0.1)')
   .option('--on-gap <what>', 'when source retention deleted messages before they were copied: fail (default: exit 1, commit nothing past the gap) or continue (log it, copy on)')
-  .option('--log-level <level>', 'pino level (default info)')
+  .addOption(new Option('--log-level <level>', 'lowest level logged').choices(logLevels).default('info'))
+  .addOption(new Option('--log-format <format>', 'auto: pretty on a terminal, JSON lines otherwise').choices(logFormats).default('auto'))
+  .addHelpText(
+    'after',
+    `
+Examples:
+  klog-mirror-maker --source 127.0.0.1:2181/online --target 127.0.0.1:2181/analytics --group mirror --whitelist '.*'
+  klog-mirror-maker --config mirror.properties --log-level debug
+  klog-mirror-maker --source zk1:2181/dc1 --source zk2:2181/dc2 --target zk3:2181/analytics --group mirror --blacklist 'tmp\\..*'
+
+Exit codes: 0 after a clean shutdown (SIGTERM, SIGINT), 1 failure, 2 usage error.`,
+  )
+  .exitOverride()
   .showHelpAfterError(false);
 
 async function main(): Promise<void> {
@@ -66,7 +82,7 @@ async function main(): Promise<void> {
   if (o['whitelist'] !== undefined && o['blacklist'] === undefined) delete settings.blacklist;
   if (o['blacklist'] !== undefined && o['whitelist'] === undefined) delete settings.whitelist;
   const config = resolveConfig(settings);
-  const logger = pino({ name: 'klog-mirror-maker', level: typeof o['logLevel'] === 'string' ? o['logLevel'] : 'info' });
+  const logger = createLogger({ name: 'klog-mirror-maker', level: o['logLevel'] as LogLevel, format: o['logFormat'] as LogFormat, fd: 1 });
   if (config.dropOneIn > 0) logger.warn({ dropOneIn: config.dropOneIn }, 'testing aid --drop-one-in is on: messages are deliberately lost');
   const mirror = new MirrorMaker(config, logger);
   mirror.onFatal = (err) => {
@@ -92,6 +108,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  // commander has printed its message (or the help, or the version).
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
   const message = err instanceof Error ? err.message : String(err);
   process.stderr.write(`klog-mirror-maker: ${message}\n`);
   process.exit(err instanceof ConfigError ? 2 : 1);

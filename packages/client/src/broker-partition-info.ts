@@ -11,7 +11,8 @@
  * registered at that moment.
  */
 import { EventEmitter } from 'node:events';
-import { type BrokerInfo, BrokerRegistry, type BrokerPartition, type ZkClient, type ZkLogger, type ZkWatch } from '@klog/zk-registry';
+import type { Logger } from '@klog/logger';
+import { type BrokerInfo, BrokerRegistry, type BrokerPartition, type ZkClient, type ZkWatch } from '@klog/zk-registry';
 
 /** One (broker, partition) of a topic and whether it can be sent to now. */
 export interface BrokerPartitionState extends BrokerPartition {
@@ -54,7 +55,7 @@ export class BrokerPartitionInfo extends EventEmitter {
 
   constructor(
     zk: ZkClient,
-    private readonly logger: ZkLogger,
+    private readonly logger: Logger,
   ) {
     super();
     this.registry = new BrokerRegistry(zk, { logger });

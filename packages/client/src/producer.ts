@@ -16,7 +16,7 @@ import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
 
-export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes, type Logger, type RecordFields, type SendOptions } from './producer-pool.js';
+export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes, type RecordFields, type SendOptions } from './producer-pool.js';
 
 /** One record to send: the {@link RecordFields} both producers take, and how to name a partition. */
 export interface ProducerRecord extends RecordFields {
@@ -104,6 +104,16 @@ export class Producer {
    */
   async partitionCount(topic: string): Promise<number> {
     return (await this.partitionsOf(topic)).length;
+  }
+
+  /**
+   * Where each partition of `topic` over the broker list lives: its number (0..N-1), its broker's
+   * `host:port`, and its number on that broker (what FETCH and OFFSETS name). Asks as
+   * {@link partitionCount} does.
+   * @throws as {@link partitionCount}
+   */
+  async partitionBrokers(topic: string): Promise<{ readonly partition: number; readonly broker: string; readonly brokerPartition: number }[]> {
+    return (await this.partitionsOf(topic)).map((t) => ({ partition: t.meta.partition, broker: t.broker.address, brokerPartition: t.brokerPartition }));
   }
 
   /**

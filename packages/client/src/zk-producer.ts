@@ -28,8 +28,9 @@
  * registers that topic (topics created after it joined, or one it was asked for); the
  * producer does not spread an existing topic onto it, since that would move keys.
  */
-import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
-import { type BrokerInfo, silentLogger, ZkClient, type ZkLogger } from '@klog/zk-registry';
+import { AckLevel, decodeProduceAckResponse, encodeProduceAckRequest, ErrorCode, validateTopic } from '@klog/protocol';
+import { type Logger, silentLogger } from '@klog/logger';
+import { type BrokerInfo, ZkClient } from '@klog/zk-registry';
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
 import { KlogBrokerError, KlogError } from './errors.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
@@ -68,7 +69,7 @@ export interface ZkProducerOptions extends Omit<ProducerPoolOptions, 'logger'> {
   /** Most ms to wait for a new topic's registrations to appear after asking the brokers to create it. Default 10,000. */
   readonly topicCreateTimeoutMs?: number;
   /** pino-compatible; receives ZooKeeper, broker and produce events. */
-  readonly logger?: ZkLogger;
+  readonly logger?: Logger;
 }
 
 /** A keyed or named partition whose broker is down (see the file comment for why the send fails). */
@@ -109,7 +110,7 @@ interface Route {
 export class ZkProducer {
   private readonly pool: ProducerPool;
   private readonly partitioner: Partitioner;
-  private readonly logger: ZkLogger;
+  private readonly logger: Logger;
   private readonly zookeeper: string;
   private readonly zkSessionTimeoutMs: number | undefined;
   private readonly zkConnectTimeoutMs: number | undefined;
@@ -322,7 +323,7 @@ export class ZkProducer {
     return p;
   }
 
-  /** Asks every live broker for the topic's metadata (which creates it there) and waits for their registrations. */
+  /** Asks every live broker to create the topic (an empty acknowledged produce) and waits for their registrations. */
   private async createTopic(topic: string, info: BrokerPartitionInfo): Promise<void> {
     const brokers = [...info.brokers().values()];
     if (brokers.length === 0) throw new KlogError(`topic ${topic}: no live broker is registered in ZooKeeper at ${this.zookeeper}`);
@@ -333,9 +334,11 @@ export class ZkProducer {
       brokers.map(async (b) => {
         const broker = this.pooledBroker(b);
         try {
-          const res = await broker.connection.request(encodeMetadataRequest([topic]));
-          if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { topic, broker: broker.address }, 'metadata request failed');
-          const entry = decodeMetadataResponse(res.body).find((t) => t.topic === topic);
+          // An empty acknowledged produce to partition 0 creates the topic (METADATA never does).
+          const empty = { topic, partition: 0, messages: Buffer.alloc(0) };
+          const res = await broker.connection.request(encodeProduceAckRequest({ acks: AckLevel.Appended, partitions: [empty] }));
+          if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { topic, broker: broker.address }, 'produce request failed');
+          const entry = decodeProduceAckResponse(res.body).find((t) => t.topic === topic);
           if (!entry || entry.errorCode !== ErrorCode.None) {
             throw new KlogBrokerError(entry?.errorCode ?? ErrorCode.Unknown, { topic, broker: broker.address }, 'could not create the topic');
           }

@@ -323,7 +323,12 @@ describe('one message per request (batchSize 1, acks 0, no compression)', () => 
   it('a connection the broker drops mid-stream fails flush() with KlogConnectionError, settles every counter to 0, and close() does not hang', async () => {
     const srv = await pausedServer();
     const warnings: { fields: Record<string, unknown>; msg?: string }[] = [];
-    const logger = { warn: (fields: object, msg?: string) => void warnings.push({ fields: fields as Record<string, unknown>, msg }), debug: () => {} };
+    const logger = {
+      warn: (fields: object, msg?: string) => void warnings.push({ fields: fields as Record<string, unknown>, msg }),
+      debug: () => {},
+      info: () => {},
+      error: () => {},
+    };
     const pool = new ProducerPool({ batchSize: 1, acks: 0, lingerMs: 0, maxInFlightBytes, logger });
     const target = targetOf(pool, srv.port);
     const payloads = Array.from({ length: 20_000 }, (_, i) => patterned(i, i % 997 === 500 ? big : sizes[i % sizes.length]!));

@@ -10,17 +10,19 @@
 import {
   CompressionCodec,
   checkMessageAt,
+  compressionCodecMask,
   decompressWrapper,
   encodeMessageSetWithHeaders,
   iterateInnerMessageSet,
-  iterateMessageSet,
-  messageCodec,
-  readMessageHeader,
-  type Message,
+  lengthFieldBytes,
+  messageOverheadBytes,
+  newMessageHeaderSpan,
+  scanMessageHeader,
+  scanMessageSet,
   type MessageEntry,
 } from '@klog/protocol';
 import { KafkaErrorCode, KafkaProtocolError } from './errors.js';
-import { kafkaMessageSize, writeKafkaMessage, type KafkaMessage } from './message-set.js';
+import { KafkaCopies, writeKafkaCrcs, writeKafkaMessageOf, type KafkaMessage } from './message-set.js';
 
 /**
  * The klog message set of Kafka messages: key and timestamp (when present) in each message's
@@ -51,52 +53,135 @@ export interface KafkaFraming {
   readonly nextOffset: number;
 }
 
-interface Entry {
+/** A run of uncompressed klog messages of one buffer, re-framed in one go. */
+interface Run {
+  readonly buf: Buffer;
+  readonly start: number;
+  readonly end: number;
+  /** The Kafka offset of every message of the run (a wrapper's inner set), or -1: each message's own byte offset (`baseOffset` + its position). */
   readonly offset: number;
-  readonly timestamp: number | undefined;
-  readonly key: Buffer | null;
-  readonly value: Buffer;
+  /** Byte offset in the log of the run's last klog message (the wrapper, for an inner set) and after it. */
+  readonly lastOffset: number;
+  readonly nextOffset: number;
 }
+
+/** Bytes a Kafka message (magic 1) takes at most beyond the klog message it comes from: 34 of framing against klog's 10. */
+const maxGrowthBytes = 24;
 
 /**
  * Re-frames the whole messages of a klog message set read from the log at `baseOffset` as Kafka
- * messages of `magic`, each with its klog byte offset. A partial message at the end is left out
- * (the next read starts at it). Compressed klog messages are decompressed (at most
+ * messages of `magic`, each with its klog byte offset, into one buffer allocated once, whose
+ * CRCs are then filled by one call ({@link writeKafkaCrcs}). A partial message at the end is
+ * left out (the next read starts at it). Compressed klog messages are decompressed (at most
  * `maxInnerBytes` each).
  * @throws KafkaProtocolError (CorruptMessage) when the first message is damaged; a damaged
  *   message later ends the set before it
  */
 export async function kafkaMessageSetOf(set: Buffer, baseOffset: number, magic: 0 | 1, maxInnerBytes: number): Promise<KafkaFraming> {
-  const entries: Entry[] = [];
-  let nextOffset = baseOffset;
-  let lastOffset: number | undefined;
-  try {
-    for (const { message, offset, nextOffset: next } of iterateMessageSet(set, baseOffset)) {
-      if (messageCodec(message) === CompressionCodec.None) entries.push(entryOf(message, offset));
-      else {
-        const inner = await decompressWrapper(message, maxInnerBytes);
-        if (inner === undefined) throw new KafkaProtocolError(KafkaErrorCode.CorruptMessage, `compressed message at ${offset} inflates past ${maxInnerBytes} bytes`);
-        for (const m of iterateInnerMessageSet(inner)) entries.push(entryOf(m, offset));
-      }
-      lastOffset = offset;
-      nextOffset = next;
-    }
-  } catch (err) {
-    if (lastOffset === undefined) {
-      throw err instanceof KafkaProtocolError ? err : new KafkaProtocolError(KafkaErrorCode.CorruptMessage, (err as Error).message);
-    }
-  }
-  let size = 0;
-  for (const e of entries) size += kafkaMessageSize(magic, e.key?.length ?? 0, e.value.length);
-  const records = Buffer.allocUnsafe(size);
+  const scan = scanMessageSet(set);
+  const runs: Run[] = [];
+  let count = 0;
+  let bytes = 0;
+  let plainStart = -1;
+  let lastAt = 0;
   let pos = 0;
-  for (const e of entries) pos = writeKafkaMessage(records, pos, e.offset, magic, 0, e.timestamp, e.key, e.value);
-  return { records, count: entries.length, lastOffset, nextOffset };
+  let damage: string | undefined;
+  const closePlain = (): void => {
+    if (plainStart < 0) return;
+    runs.push({ buf: set, start: plainStart, end: pos, offset: -1, lastOffset: baseOffset + lastAt, nextOffset: baseOffset + pos });
+    bytes += pos - plainStart;
+    plainStart = -1;
+  };
+  while (pos < scan.validBytes) {
+    const size = lengthFieldBytes + set.readInt32BE(pos);
+    const attributes = set[pos + 5]!;
+    if ((attributes & compressionCodecMask) === CompressionCodec.None) {
+      if (plainStart < 0) plainStart = pos;
+      lastAt = pos;
+      count++;
+      pos += size;
+      continue;
+    }
+    closePlain();
+    const inner = await innerSetOf(set, pos, size, attributes, maxInnerBytes);
+    if (typeof inner === 'string') {
+      damage = `invalid message at offset ${baseOffset + pos}: ${inner}`;
+      break;
+    }
+    runs.push({ buf: inner.set, start: 0, end: inner.set.length, offset: baseOffset + pos, lastOffset: baseOffset + pos, nextOffset: baseOffset + pos + size });
+    bytes += inner.set.length;
+    count += inner.count;
+    pos += size;
+  }
+  closePlain();
+  if (damage === undefined && scan.stopReason !== undefined && !scan.partial) {
+    const c = checkMessageAt(set, pos);
+    damage = `invalid message at offset ${baseOffset + pos}: ${c.status === 'invalid' ? c.reason : scan.stopReason}`;
+  }
+  const framed = frameRuns(runs, Buffer.allocUnsafe(bytes + maxGrowthBytes * count), magic, baseOffset);
+  if (framed.lastOffset === undefined && (damage !== undefined || framed.damage !== undefined)) {
+    throw new KafkaProtocolError(KafkaErrorCode.CorruptMessage, framed.damage ?? damage!);
+  }
+  return { records: framed.records, count: framed.count, lastOffset: framed.lastOffset, nextOffset: framed.nextOffset };
 }
 
-function entryOf(message: Message, offset: number): Entry {
-  const { header, value } = readMessageHeader(message);
-  return { offset, timestamp: header?.timestamp, key: header?.key ?? null, value };
+/** The inner set of the compressed klog message at `set[pos, pos + size)` and its message count, or why it is damaged. */
+async function innerSetOf(set: Buffer, pos: number, size: number, attributes: number, maxInnerBytes: number): Promise<{ set: Buffer; count: number } | string> {
+  try {
+    const inner = await decompressWrapper({ attributes, payload: set.subarray(pos + messageOverheadBytes, pos + size) }, maxInnerBytes);
+    if (inner === undefined) return `compressed message inflates past ${maxInnerBytes} bytes`;
+    let count = 0;
+    for (const m of iterateInnerMessageSet(inner)) if (m !== undefined) count++;
+    return { set: inner, count };
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/** Writes the messages of `runs` into `out`, then their CRCs; a bad metadata header ends the set before its message (or its wrapper). */
+function frameRuns(runs: readonly Run[], out: Buffer, magic: 0 | 1, baseOffset: number): KafkaFraming & { damage?: string } {
+  const span = newMessageHeaderSpan();
+  const copies = new KafkaCopies();
+  let at = 0;
+  let count = 0;
+  let lastOffset: number | undefined;
+  let nextOffset = baseOffset;
+  let damage: string | undefined;
+  runs: for (const run of runs) {
+    const runAt = at;
+    const runCount = count;
+    const b = run.buf;
+    let pos = run.start;
+    let previous = -1;
+    while (pos < run.end) {
+      const end = pos + lengthFieldBytes + b.readInt32BE(pos);
+      try {
+        scanMessageHeader(b, pos + messageOverheadBytes, end, b[pos + 5]!, span);
+      } catch (err) {
+        damage = (err as Error).message;
+        if (run.offset >= 0) {
+          at = runAt; // a wrapper is served whole or not at all
+          count = runCount;
+        } else if (previous >= 0) {
+          lastOffset = baseOffset + previous;
+          nextOffset = baseOffset + pos;
+        }
+        copies.flush(b, out);
+        break runs;
+      }
+      const offset = run.offset >= 0 ? run.offset : baseOffset + pos;
+      at = writeKafkaMessageOf(out, at, offset, magic, span.hasTimestamp ? span.timestamp : -1, copies, span.keyStart, span.keyEnd, span.valueStart, end);
+      count++;
+      previous = pos;
+      pos = end;
+    }
+    copies.flush(b, out);
+    lastOffset = run.lastOffset;
+    nextOffset = run.nextOffset;
+  }
+  const records = out.subarray(0, at);
+  writeKafkaCrcs(records, 0, at);
+  return { records, count, lastOffset, nextOffset, ...(damage !== undefined && { damage }) };
 }
 
 /** What {@link walkKlogMessageHeads} found. */

@@ -14,7 +14,7 @@
  * wrapper carries the offset of the last inner message; in magic 0 they are absolute.
  * ```
  */
-import { crc32Range, decompressWrapper } from '@klog/protocol';
+import { crc32Range, crcAddon, decompressWrapper } from '@klog/protocol';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { KafkaErrorCode, KafkaProtocolError } from './errors.js';
@@ -60,27 +60,146 @@ export function writeKafkaMessage(
   key: Uint8Array | null,
   value: Uint8Array | null,
 ): number {
+  const end = writeKafkaMessageWithoutCrc(buf, pos, offset, magic, attributes, timestamp, key, value);
+  buf.writeUInt32BE(crc32Range(buf, pos + logOverheadBytes + 4, end), pos + logOverheadBytes);
+  return end;
+}
+
+/** {@link writeKafkaMessage} but for the CRC, which {@link writeKafkaCrcs} fills in afterwards. */
+function writeKafkaMessageWithoutCrc(
+  buf: Buffer,
+  pos: number,
+  offset: number,
+  magic: 0 | 1,
+  attributes: number,
+  timestamp: number | undefined,
+  key: Uint8Array | null,
+  value: Uint8Array | null,
+): number {
   const start = pos;
   pos = writeInt64(buf, pos, offset);
-  pos += 4; // message_size, below
-  const crcAt = pos;
-  pos += 4;
+  pos += 8; // message_size (below) and crc
   pos = buf.writeInt8(magic, pos);
   pos = buf.writeInt8(attributes, pos);
   if (magic === 1) pos = writeInt64(buf, pos, timestamp ?? -1);
   pos = writeNullableBytes(buf, pos, key);
   pos = writeNullableBytes(buf, pos, value);
-  buf.writeInt32BE(pos - crcAt, start + 8);
-  buf.writeUInt32BE(crc32Range(buf, crcAt + 4, pos), crcAt);
+  buf.writeInt32BE(pos - start - logOverheadBytes, start + 8);
   return pos;
+}
+
+/**
+ * Copies of byte ranges from one source buffer into a message set being written, queued and then
+ * done by {@link flush} in one call into klog's addon (`copyRanges`; one `Buffer.copy` each
+ * without it): re-framing a set copies each key and value, and a copy per message from
+ * JavaScript costs a view and a call each.
+ */
+export class KafkaCopies {
+  private plan = new Int32Array(3 * 1024);
+  private count = 0;
+
+  /** Queues a copy of `length` bytes from the source at `from` to the set at `to`. */
+  add(from: number, to: number, length: number): void {
+    const at = 3 * this.count;
+    if (at + 3 > this.plan.length) {
+      const bigger = new Int32Array(2 * this.plan.length);
+      bigger.set(this.plan);
+      this.plan = bigger;
+    }
+    this.plan[at] = from;
+    this.plan[at + 1] = to;
+    this.plan[at + 2] = length;
+    this.count++;
+  }
+
+  /** Does the queued copies from `src` into `dst`, and forgets them. */
+  flush(src: Buffer, dst: Buffer): void {
+    if (crcAddon?.copyRanges !== undefined) crcAddon.copyRanges(src, dst, this.plan, this.count);
+    else for (let i = 0; i < 3 * this.count; i += 3) src.copy(dst, this.plan[i + 1], this.plan[i], this.plan[i]! + this.plan[i + 2]!);
+    this.count = 0;
+  }
+}
+
+/**
+ * Writes at `pos` of `buf` an uncompressed message whose key (null when `keyStart` is -1) and
+ * value are bytes `[keyStart, keyEnd)` and `[valueStart, valueEnd)` of a source buffer, queued
+ * on `copies` (flush them from that source), without its CRC (fill it with
+ * {@link writeKafkaCrcs}, one call for a whole set): what re-framing a fetched klog message set
+ * does, with no view or object per message. Room for {@link kafkaMessageSize} bytes must be there.
+ * @param timestamp ms since the epoch, or -1 for none (ignored for magic 0)
+ * @returns the position after it
+ */
+export function writeKafkaMessageOf(
+  buf: Buffer,
+  pos: number,
+  offset: number,
+  magic: 0 | 1,
+  timestamp: number,
+  copies: KafkaCopies,
+  keyStart: number,
+  keyEnd: number,
+  valueStart: number,
+  valueEnd: number,
+): number {
+  const start = pos;
+  pos = writeInt64(buf, pos, offset);
+  pos += 8; // message_size (below) and crc
+  buf[pos++] = magic;
+  buf[pos++] = 0;
+  if (magic === 1) pos = writeInt64(buf, pos, timestamp);
+  if (keyStart < 0) pos = writeInt32(buf, pos, -1);
+  else {
+    pos = writeInt32(buf, pos, keyEnd - keyStart);
+    copies.add(keyStart, pos, keyEnd - keyStart);
+    pos += keyEnd - keyStart;
+  }
+  pos = writeInt32(buf, pos, valueEnd - valueStart);
+  copies.add(valueStart, pos, valueEnd - valueStart);
+  pos += valueEnd - valueStart;
+  writeInt32(buf, start + 8, pos - start - logOverheadBytes);
+  return pos;
+}
+
+/** An int32 big-endian by byte stores (the Buffer methods check their arguments, this runs per message). */
+function writeInt32(buf: Buffer, pos: number, v: number): number {
+  buf[pos] = v >>> 24;
+  buf[pos + 1] = v >>> 16;
+  buf[pos + 2] = v >>> 8;
+  buf[pos + 3] = v;
+  return pos + 4;
+}
+
+/**
+ * Fills the crc field of every message of the message set `buf[start, end)` (whose other
+ * fields are written): one call into klog's CRC addon for the whole set where it is loaded
+ * (@klog/protocol's `crcAddon.writeKafkaCrcs`), else one CRC per message in JavaScript.
+ * @throws KafkaProtocolError (CorruptMessage) when the range is not a run of whole messages
+ *   (the messages before the fault are written)
+ */
+export function writeKafkaCrcs(buf: Buffer, start: number, end: number): void {
+  if (crcAddon?.writeKafkaCrcs !== undefined) {
+    try {
+      crcAddon.writeKafkaCrcs(buf, start, end);
+    } catch (err) {
+      throw corrupt((err as Error).message);
+    }
+    return;
+  }
+  let pos = start;
+  while (pos < end) {
+    const size = end - pos >= logOverheadBytes ? buf.readInt32BE(pos + 8) : 0;
+    if (size < 14 || size > end - pos - logOverheadBytes) throw corrupt(`not a run of whole messages at byte ${pos}`);
+    const next = pos + logOverheadBytes + size;
+    buf.writeUInt32BE(crc32Range(buf, pos + logOverheadBytes + 4, next), pos + logOverheadBytes);
+    pos = next;
+  }
 }
 
 /** A safe integer as int64 without a BigInt (two int32 halves). */
 function writeInt64(buf: Buffer, pos: number, v: number): number {
   const high = Math.floor(v / 0x1_0000_0000);
-  buf.writeInt32BE(high, pos);
-  buf.writeUInt32BE(v - high * 0x1_0000_0000, pos + 4);
-  return pos + 8;
+  writeInt32(buf, pos, high);
+  return writeInt32(buf, pos + 4, v - high * 0x1_0000_0000);
 }
 
 function writeNullableBytes(buf: Buffer, pos: number, b: Uint8Array | null): number {
@@ -103,7 +222,8 @@ export function encodeKafkaMessageSet(messages: readonly KafkaMessageInput[], ma
   for (const m of messages) size += kafkaMessageSize(magic, m.key?.length ?? 0, m.value?.length ?? 0);
   const buf = Buffer.allocUnsafe(size);
   let pos = 0;
-  messages.forEach((m, i) => (pos = writeKafkaMessage(buf, pos, baseOffset + i, magic, 0, m.timestamp, m.key, m.value)));
+  messages.forEach((m, i) => (pos = writeKafkaMessageWithoutCrc(buf, pos, baseOffset + i, magic, 0, m.timestamp, m.key, m.value)));
+  writeKafkaCrcs(buf, 0, pos);
   return buf;
 }
 

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 extern "C" {
@@ -161,11 +162,81 @@ napi_value WriteCrcs(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+/** Bytes of a Kafka message (magic 0 or 1) before its crc: offset int64, message_size int32. */
+constexpr size_t kKafkaLogOverhead = 12;
+/** Bytes of the smallest Kafka message_size: crc, magic, attributes, key and value lengths. */
+constexpr uint32_t kKafkaMinSize = 14;
+
+/**
+ * writeKafkaCrcs(bytes, start, end): stores in every message of the Kafka message set
+ * bytes[start, end) (`offset int64 | message_size int32 | crc uint32 | magic..value`, see
+ * packages/kafka-protocol/src/message-set.ts) the CRC-32 of its bytes after the crc field.
+ * Throws RangeError (having written the messages before the fault) when [start, end) is not a
+ * run of whole Kafka messages.
+ */
+napi_value WriteKafkaCrcs(napi_env env, napi_callback_info info) {
+  Range r;
+  if (!GetRange(env, info, &r)) return nullptr;
+  size_t pos = 0;
+  while (pos < r.length) {
+    uint8_t* m = r.begin + pos;
+    uint32_t size = r.length - pos >= kKafkaLogOverhead ? ReadUint32BE(m + 8) : 0;
+    if (size < kKafkaMinSize || size > r.length - pos - kKafkaLogOverhead) return NotWhole(env, r, pos);
+    WriteUint32BE(m + kKafkaLogOverhead, Crc(m + kKafkaLogOverhead + 4, size - 4));
+    pos += kKafkaLogOverhead + static_cast<size_t>(size);
+  }
+  return nullptr;
+}
+
+/**
+ * copyRanges(src, dst, plan, count): for i < count, copies plan[3i + 2] bytes from src at
+ * plan[3i] to dst at plan[3i + 1] (plan an Int32Array): the keys and values of a re-framed Kafka
+ * message set, in one call rather than one per message. Throws RangeError (having copied the
+ * ranges before it) at a range outside either buffer.
+ */
+napi_value CopyRanges(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_typedarray_type ts, td, tp;
+  size_t ls, ld, lp;
+  void *ds, *dd, *dp;
+  double count;
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok || argc < 4 ||
+      napi_get_typedarray_info(env, argv[0], &ts, &ls, &ds, nullptr, nullptr) != napi_ok ||
+      napi_get_typedarray_info(env, argv[1], &td, &ld, &dd, nullptr, nullptr) != napi_ok ||
+      napi_get_typedarray_info(env, argv[2], &tp, &lp, &dp, nullptr, nullptr) != napi_ok ||
+      ts != napi_uint8_array || td != napi_uint8_array || tp != napi_int32_array ||
+      napi_get_value_double(env, argv[3], &count) != napi_ok) {
+    napi_throw_type_error(env, nullptr, "expected (src: Uint8Array, dst: Uint8Array, plan: Int32Array, count: number)");
+    return nullptr;
+  }
+  if (!(count >= 0 && count * 3 <= static_cast<double>(lp))) {
+    napi_throw_range_error(env, nullptr, "count must be within plan.length / 3");
+    return nullptr;
+  }
+  const uint8_t* src = static_cast<const uint8_t*>(ds);
+  uint8_t* dst = static_cast<uint8_t*>(dd);
+  const int32_t* plan = static_cast<const int32_t*>(dp);
+  size_t n = static_cast<size_t>(count);
+  for (size_t i = 0; i < n; i++) {
+    int32_t from = plan[3 * i], to = plan[3 * i + 1], length = plan[3 * i + 2];
+    if (from < 0 || to < 0 || length < 0 || static_cast<size_t>(from) + length > ls || static_cast<size_t>(to) + length > ld) {
+      std::string msg = "copy range " + std::to_string(i) + " is outside the buffers";
+      napi_throw_range_error(env, nullptr, msg.c_str());
+      return nullptr;
+    }
+    memcpy(dst + to, src + from, static_cast<size_t>(length));
+  }
+  return nullptr;
+}
+
 napi_value Init(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
       {"crc32", nullptr, Crc32, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"firstBadCrc", nullptr, FirstBadCrc, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"writeCrcs", nullptr, WriteCrcs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"writeKafkaCrcs", nullptr, WriteKafkaCrcs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"copyRanges", nullptr, CopyRanges, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;

@@ -23,9 +23,43 @@ export function validateTopic(topic: string): void {
   }
 }
 
-/** The last topic name {@link Decoder.readTopic} decoded and found valid, and its bytes. */
-let lastTopic = '';
-let lastTopicBytes: Buffer = Buffer.alloc(0);
+/**
+ * The last topic name found valid, and its bytes: a connection names one topic request after
+ * request, and decoding and checking a name costs more than comparing its bytes. Each user owns
+ * one (a broker connection's decoders, a producer's request writer); none is shared through
+ * module state.
+ */
+export class TopicNameCache {
+  /** The last valid name, `''` before the first. */
+  private name = '';
+  /** Its bytes (valid names are ASCII: one byte per character). */
+  private bytes: Buffer = Buffer.alloc(0);
+
+  /**
+   * Checks `topic` with {@link validateTopic} unless it is the name last found valid.
+   * @throws ProtocolError (InvalidTopic) as validateTopic
+   */
+  check(topic: string): void {
+    if (topic === this.name && topic !== '') return;
+    validateTopic(topic);
+    this.remember(topic);
+  }
+
+  /** The remembered name when `buf[at, at + n)` holds its bytes, else undefined. */
+  match(buf: Buffer, at: number, n: number): string | undefined {
+    const bytes = this.bytes;
+    if (n !== bytes.length || n === 0) return undefined;
+    let k = 0;
+    while (k < n && buf[at + k] === bytes[k]) k++;
+    return k === n ? this.name : undefined;
+  }
+
+  /** Remembers `topic`, which the caller has found valid. */
+  remember(topic: string): void {
+    this.name = topic;
+    this.bytes = Buffer.from(topic, 'latin1');
+  }
+}
 
 /** Builds a big-endian byte sequence; grows its buffer as needed. */
 export class Encoder {
@@ -104,11 +138,15 @@ export class Decoder {
 
   private readonly end: number;
 
-  /** Reads `buf[offset, end)`; an `end` past the buffer is taken as its length. */
+  /**
+   * Reads `buf[offset, end)`; an `end` past the buffer is taken as its length. `topics`, when
+   * given, lets {@link readTopic} skip decoding the name it last found valid.
+   */
   constructor(
     private readonly buf: Buffer,
     offset = 0,
     end = buf.length,
+    private readonly topics?: TopicNameCache,
   ) {
     this.pos = offset;
     this.end = Math.min(end, buf.length);
@@ -171,29 +209,28 @@ export class Decoder {
   }
 
   /**
-   * A topic name, checked with {@link validateTopic}. The same bytes as the last topic read (by
-   * any decoder) give the same string without decoding and checking them again: a broker reads
-   * one topic name request after request, and decoding it costs more than comparing its bytes.
+   * A topic name, checked with {@link validateTopic}. With a {@link TopicNameCache}, the same
+   * bytes as the last valid name it holds give the same string without decoding and checking
+   * them again.
    */
   readTopic(): string {
-    const n = this.readInt16();
-    if (n === lastTopicBytes.length && n > 0) {
-      this.need(n, 'topic');
-      const buf = this.buf;
-      const at = this.pos;
-      let k = 0;
-      while (k < n && buf[at + k] === lastTopicBytes[k]) k++;
-      if (k === n) {
-        this.pos += n;
-        return lastTopic;
+    const cache = this.topics;
+    if (cache !== undefined) {
+      const n = this.readInt16();
+      if (n > 0) {
+        this.need(n, 'topic');
+        const hit = cache.match(this.buf, this.pos, n);
+        if (hit !== undefined) {
+          this.pos += n;
+          return hit;
+        }
       }
+      this.pos -= 2;
     }
-    this.pos -= 2;
     const topic = this.readString('topic');
     validateTopic(topic);
     // Only a valid name is remembered, and valid names are ASCII: equal bytes are equal names.
-    lastTopicBytes = Buffer.from(topic, 'latin1');
-    lastTopic = topic;
+    cache?.remember(topic);
     return topic;
   }
 

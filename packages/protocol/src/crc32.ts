@@ -53,6 +53,19 @@ export interface CrcAddon {
    * @throws RangeError when the range is not a run of whole messages (messages before the fault are written)
    */
   writeCrcs(bytes: Uint8Array, start: number, end: number): void;
+  /**
+   * Stores in each message of the Kafka message set `bytes[start, end)` (magic 0 or 1:
+   * `offset int64 | message_size int32 | crc uint32 | magic..value`) the CRC of its bytes after
+   * the crc field; used by @klog/kafka-protocol to frame a fetched set with one call.
+   * @throws RangeError when the range is not a run of whole Kafka messages (messages before the fault are written)
+   */
+  writeKafkaCrcs(bytes: Uint8Array, start: number, end: number): void;
+  /**
+   * For i < count, copies `plan[3i + 2]` bytes from `src` at `plan[3i]` to `dst` at
+   * `plan[3i + 1]`: the keys and values of a re-framed Kafka message set in one call.
+   * @throws RangeError at a range outside either buffer (the ranges before it are copied)
+   */
+  copyRanges(src: Uint8Array, dst: Uint8Array, plan: Int32Array, count: number): void;
 }
 
 /** How CRCs are computed: by the CRC addon (`native`) or in JavaScript (`js`), and why not natively. */
@@ -190,7 +203,10 @@ function applyTable(t: Int32Array, c: number): number {
   return t[c & 0xff]! ^ t[256 + ((c >>> 8) & 0xff)]! ^ t[512 + ((c >>> 16) & 0xff)]! ^ t[768 + (c >>> 24)]!;
 }
 
-/** `shiftTables[k]` multiplies by x^(8·2^k): shifting a CRC over 2^k zero bytes. Built on first use. */
+/**
+ * `shiftTables[k]` multiplies by x^(8·2^k): shifting a CRC over 2^k zero bytes. Constants of the
+ * polynomial (the same for every caller), built on first use.
+ */
 let shiftTables: Int32Array[] | undefined;
 
 function buildShiftTables(): Int32Array[] {
@@ -203,48 +219,54 @@ function buildShiftTables(): Int32Array[] {
   return out;
 }
 
-/** Most lengths that get a multiplier table of their own (4 KiB each). */
+/** `crc · x^(8n) mod P` through the shift tables: 4 lookups per set bit of `n`. */
+function shiftBytesSlow(crc: number, n: number): number {
+  const tables = (shiftTables ??= buildShiftTables());
+  let c = crc;
+  for (let m = n, i = 0; m > 0; m >>>= 1, i++) if (m & 1) c = applyTable(tables[i]!, c);
+  return c;
+}
+
+/** Most lengths that get a multiplier table of their own (4 KiB each), per {@link LengthShifter}. */
 const maxLengthTables = 128;
 /** Uses of a length, through the general path, before it gets its own table. */
 const usesBeforeTable = 16;
 /** Lengths counted toward a table of their own (counting stops for new lengths once this many are counted). */
 const maxCountedLengths = 1024;
 
-/** Multiplier tables of frequent lengths: multiply by x^(8n) with 4 lookups. Never evicted. */
-const lengthTables = new Map<number, Int32Array>();
-/** Uses of lengths that have no table yet. */
-const lengthUses = new Map<number, number>();
-/** The length of the last table used, and the table: message sets mostly repeat one size. */
-let lastLength = -1;
-let lastTable: Int32Array | undefined;
-
 /**
  * `crc · x^(8n) mod P`: what the CRC of some bytes contributes to the CRC of those bytes followed
- * by `n` more. 4 table lookups for a length used often (it gets a table of its own, see
- * {@link usesBeforeTable}), else 4 lookups per set bit of `n`.
+ * by `n` more. 4 table lookups for a length this shifter has seen often (it gets a table of its
+ * own, see {@link usesBeforeTable}), else 4 lookups per set bit of `n`. Its caches live on the
+ * instance (one per {@link MessageSetCrc}), never in module state.
  */
-function shiftBytes(crc: number, n: number): number {
-  if (n === lastLength) return applyTable(lastTable!, crc);
-  const tables = (shiftTables ??= buildShiftTables());
-  let t = lengthTables.get(n);
-  if (t === undefined) {
-    const uses = lengthUses.get(n);
-    if (lengthTables.size >= maxLengthTables || uses === undefined || uses < usesBeforeTable) {
-      if (uses !== undefined) lengthUses.set(n, uses + 1);
-      else if (lengthUses.size < maxCountedLengths) lengthUses.set(n, 1);
-      let c = crc;
-      for (let m = n, i = 0; m > 0; m >>>= 1, i++) if (m & 1) c = applyTable(tables[i]!, c);
-      return c;
+class LengthShifter {
+  /** Multiplier tables of frequent lengths: multiply by x^(8n) with 4 lookups. Never evicted. */
+  private readonly lengthTables = new Map<number, Int32Array>();
+  /** Uses of lengths that have no table yet. */
+  private readonly lengthUses = new Map<number, number>();
+  /** The length of the last table used, and the table: message sets mostly repeat one size. */
+  private lastLength = -1;
+  private lastTable: Int32Array | undefined;
+
+  shift(crc: number, n: number): number {
+    if (n === this.lastLength) return applyTable(this.lastTable!, crc);
+    let t = this.lengthTables.get(n);
+    if (t === undefined) {
+      const uses = this.lengthUses.get(n);
+      if (this.lengthTables.size >= maxLengthTables || uses === undefined || uses < usesBeforeTable) {
+        if (uses !== undefined) this.lengthUses.set(n, uses + 1);
+        else if (this.lengthUses.size < maxCountedLengths) this.lengthUses.set(n, 1);
+        return shiftBytesSlow(crc, n);
+      }
+      t = multiplierTable(shiftBytesSlow(0x80000000, n) >>> 0); // x^(8n): x^0 shifted over n bytes
+      this.lengthTables.set(n, t);
+      this.lengthUses.delete(n);
     }
-    let k = 0x80000000; // x^0
-    for (let m = n, i = 0; m > 0; m >>>= 1, i++) if (m & 1) k = applyTable(tables[i]!, k) >>> 0;
-    t = multiplierTable(k);
-    lengthTables.set(n, t);
-    lengthUses.delete(n);
+    this.lastLength = n;
+    this.lastTable = t;
+    return applyTable(t, crc);
   }
-  lastLength = n;
-  lastTable = t;
-  return applyTable(t, crc);
 }
 
 /**
@@ -253,7 +275,7 @@ function shiftBytes(crc: number, n: number): number {
  * @returns an unsigned 32-bit number
  */
 export function crc32Combine(crcA: number, crcB: number, lengthB: number): number {
-  return (shiftBytes(crcA, lengthB) ^ crcB) >>> 0;
+  return (shiftBytesSlow(crcA, lengthB) ^ crcB) >>> 0;
 }
 
 /**
@@ -270,6 +292,8 @@ export function crc32Combine(crcA: number, crcB: number, lengthB: number): numbe
 export class MessageSetCrc {
   /** CRC of the folded bytes if every stored CRC is right. */
   private expected = 0;
+  /** Shifts CRCs over payload lengths, with this instance's tables of the lengths it folds often. */
+  private readonly shifter = new LengthShifter();
 
   /**
    * Folds the whole message at `buf[position]` whose length field is `length` (≥ 6): its 10
@@ -288,7 +312,7 @@ export class MessageSetCrc {
     r = table[(r ^ b8) & 0xff]! ^ (r >>> 8);
     r = table[(r ^ b9) & 0xff]! ^ (r >>> 8);
     const stored = (b6 << 24) | (b7 << 16) | (b8 << 8) | b9;
-    this.expected = (shiftBytes(~r, length - 6) ^ stored) >>> 0;
+    this.expected = (this.shifter.shift(~r, length - 6) ^ stored) >>> 0;
   }
 
   /** The CRC the folded bytes have if every folded message's stored CRC is right. */

@@ -27,6 +27,12 @@ export const ErrorCode = {
   InvalidMessageOffset: 8,
   /** (klog) A topic name is empty, too long, or has characters outside `[A-Za-z0-9._-]`. */
   InvalidTopic: 9,
+  /** (klog) The topic does not exist on this broker and the broker does not create topics on use (`auto.create.topics.enable=false`). */
+  UnknownTopic: 10,
+  /** (klog) Creating the topic would take the broker past its `max.partitions`. */
+  TooManyPartitions: 11,
+  /** (klog) The broker's log dir has no space left (ENOSPC, or a quota): nothing was appended. */
+  DiskFull: 12,
 } as const;
 
 /** One of the values of {@link ErrorCode}. */

@@ -6,7 +6,7 @@
  * Response => size int32 | errorCode int16 | body   (size counts errorCode and body)
  * ```
  */
-import { Decoder, Encoder } from './codec.js';
+import { Decoder, Encoder, type TopicNameCache } from './codec.js';
 import { ErrorCode, ProtocolError, type ErrorCodeValue } from './errors.js';
 
 /** Request type numbers: Kafka 0.7's 0-4, klog's 5 and up (docs/format.md). */
@@ -60,9 +60,12 @@ export function readFrameSize(buf: Buffer, position: number, maxFrameBytes: numb
   return size;
 }
 
-/** A decoded frame body: the leading int16 and a decoder over what follows it. */
-export function openFrame(frame: Buffer): { head: number; body: Decoder } {
-  const d = new Decoder(frame);
+/**
+ * A decoded frame body: the leading int16 and a decoder over what follows it, reading topic
+ * names through `topics` when given (see {@link TopicNameCache}).
+ */
+export function openFrame(frame: Buffer, topics?: TopicNameCache): { head: number; body: Decoder } {
+  const d = new Decoder(frame, 0, frame.length, topics);
   const head = d.readInt16();
   return { head, body: d };
 }

@@ -142,6 +142,80 @@ function writeField(buf: Buffer, pos: number, tag: number, bytes: Uint8Array): n
 }
 
 /**
+ * Where the metadata of one message lies in the bytes that hold it, as {@link scanMessageHeader}
+ * fills it in place (one object reused over a whole message set, so reading a set allocates
+ * nothing per message). Positions are in the buffer scanned.
+ */
+export interface MessageHeaderSpan {
+  /** The key is bytes [keyStart, keyEnd); keyStart is -1 when there is no key. */
+  keyStart: number;
+  keyEnd: number;
+  /** Creation time, ms since the epoch, or -1 for none (the header keeps only times ≥ 0 in practice, but any safe integer reads back). */
+  timestamp: number;
+  /** Whether a timestamp field was there (a timestamp of -1 is still one). */
+  hasTimestamp: boolean;
+  /** The host is bytes [hostStart, hostEnd) as UTF-8; hostStart is -1 when there is no host. */
+  hostStart: number;
+  hostEnd: number;
+  /** Where the value starts (it runs to the end of the payload). */
+  valueStart: number;
+}
+
+/** A {@link MessageHeaderSpan} to pass to {@link scanMessageHeader}. */
+export function newMessageHeaderSpan(): MessageHeaderSpan {
+  return { keyStart: -1, keyEnd: -1, timestamp: -1, hasTimestamp: false, hostStart: -1, hostEnd: -1, valueStart: 0 };
+}
+
+/**
+ * Reads the metadata header of the message whose payload is `buf[start, end)` and whose
+ * attributes are `attributes` into `out` (every field set), without making views or objects. A
+ * message without `attributes` bit 2 has no metadata: its value starts at `start`.
+ * @throws ProtocolError (InvalidMessage) when the header runs past the payload or a field's
+ *   length does not fit
+ */
+export function scanMessageHeader(buf: Buffer, start: number, end: number, attributes: number, out: MessageHeaderSpan): void {
+  out.keyStart = out.keyEnd = out.hostStart = out.hostEnd = -1;
+  out.timestamp = -1;
+  out.hasTimestamp = false;
+  if ((attributes & hasHeaderAttribute) === 0) {
+    out.valueStart = start;
+    return;
+  }
+  if (end - start < 2) throw badHeader('payload shorter than the header size field');
+  const headerEnd = start + 2 + buf.readUInt16BE(start);
+  if (headerEnd > end) throw badHeader(`header of ${headerEnd - start - 2} bytes in a payload of ${end - start}`);
+  let pos = start + 2;
+  while (pos < headerEnd) {
+    if (headerEnd - pos < 3) throw badHeader(`field head cut at position ${pos - start}`);
+    const tag = buf[pos]!;
+    const length = (buf[pos + 1]! << 8) | buf[pos + 2]!;
+    pos += 3;
+    if (headerEnd - pos < length) throw badHeader(`field ${tag} of ${length} bytes runs past the header`);
+    if (tag === tagKey) {
+      out.keyStart = pos;
+      out.keyEnd = pos + length;
+    } else if (tag === tagHost) {
+      out.hostStart = pos;
+      out.hostEnd = pos + length;
+    } else if (tag === tagTimestamp) {
+      if (length !== 8) throw badHeader(`timestamp field of ${length} bytes`);
+      // An int64 without a BigInt: outside ±(2^53 - 1) it is refused.
+      const high = buf.readInt32BE(pos);
+      const t = high * 0x1_0000_0000 + buf.readUInt32BE(pos + 4);
+      if (high > 0x1fffff || high < -0x200000 || !Number.isSafeInteger(t)) throw badHeader(`timestamp ${buf.readBigInt64BE(pos)} out of range`);
+      out.timestamp = t;
+      out.hasTimestamp = true;
+    }
+    pos += length;
+  }
+  out.valueStart = headerEnd;
+}
+
+function badHeader(why: string): ProtocolError {
+  return new ProtocolError(ErrorCode.InvalidMessage, `bad message header: ${why}`);
+}
+
+/**
  * Splits a message's payload into its metadata and its value (views, not copies). A message
  * without `attributes` bit 2 has no metadata: `{ header: undefined, value: payload }`.
  * @throws ProtocolError (InvalidMessage) when the header runs past the payload or a field's
@@ -150,34 +224,12 @@ function writeField(buf: Buffer, pos: number, tag: number, bytes: Uint8Array): n
 export function readMessageHeader(message: Pick<Message, 'attributes' | 'payload'>): { header: MessageHeader | undefined; value: Buffer } {
   const p = message.payload;
   if ((message.attributes & hasHeaderAttribute) === 0) return { header: undefined, value: p };
-  const bad = (why: string): ProtocolError => new ProtocolError(ErrorCode.InvalidMessage, `bad message header: ${why}`);
-  if (p.length < 2) throw bad('payload shorter than the header size field');
-  const end = 2 + p.readUInt16BE(0);
-  if (end > p.length) throw bad(`header of ${end - 2} bytes in a payload of ${p.length}`);
-  let key: Buffer | undefined;
-  let timestamp: number | undefined;
-  let host: string | undefined;
-  let pos = 2;
-  while (pos < end) {
-    if (end - pos < 3) throw bad(`field head cut at position ${pos}`);
-    const tag = p.readUInt8(pos);
-    const length = p.readUInt16BE(pos + 1);
-    pos += 3;
-    if (end - pos < length) throw bad(`field ${tag} of ${length} bytes runs past the header`);
-    if (tag === tagKey) key = p.subarray(pos, pos + length);
-    else if (tag === tagHost) host = p.toString('utf8', pos, pos + length);
-    else if (tag === tagTimestamp) {
-      if (length !== 8) throw bad(`timestamp field of ${length} bytes`);
-      const t = p.readBigInt64BE(pos);
-      if (t > BigInt(Number.MAX_SAFE_INTEGER) || t < BigInt(Number.MIN_SAFE_INTEGER)) throw bad(`timestamp ${t} out of range`);
-      timestamp = Number(t);
-    }
-    pos += length;
-  }
+  const s = newMessageHeaderSpan();
+  scanMessageHeader(p, 0, p.length, message.attributes, s);
   const header: MessageHeader = {
-    ...(key !== undefined && { key }),
-    ...(timestamp !== undefined && { timestamp }),
-    ...(host !== undefined && { host }),
+    ...(s.keyStart >= 0 && { key: p.subarray(s.keyStart, s.keyEnd) }),
+    ...(s.hasTimestamp && { timestamp: s.timestamp }),
+    ...(s.hostStart >= 0 && { host: p.toString('utf8', s.hostStart, s.hostEnd) }),
   };
-  return { header, value: p.subarray(end) };
+  return { header, value: p.subarray(s.valueStart) };
 }

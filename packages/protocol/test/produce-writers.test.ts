@@ -13,6 +13,7 @@ import {
   multiProduceRequestBytes,
   produceAckRequestBytes,
   singleSetMultiProduceRequestBytes,
+  TopicNameCache,
   writeMultiProduceMessageRequest,
   writeMultiProduceRequest,
   writeProduceAckRequest,
@@ -166,14 +167,16 @@ describe('MULTIPRODUCE request of one message (writeMultiProduceMessageRequest)'
     );
   });
 
-  it('singleSetMultiProduceRequestBytes throws InvalidTopic for a bad name, also right after a valid one', () => {
-    for (const bad of ['', '.', '..', 'a b', 'tópico', 'x'.repeat(250), 'a/b']) {
-      expect(singleSetMultiProduceRequestBytes('good', 10)).toBeGreaterThan(0); // the valid topic is the one last checked
-      expectProtocolError(() => singleSetMultiProduceRequestBytes(bad, 10), ErrorCode.InvalidTopic);
-      // And still after the failure: a bad name is never remembered as valid.
-      expectProtocolError(() => singleSetMultiProduceRequestBytes(bad, 10), ErrorCode.InvalidTopic);
+  it('singleSetMultiProduceRequestBytes throws InvalidTopic for a bad name, also right after a valid one, with and without a cache', () => {
+    for (const topics of [undefined, new TopicNameCache()]) {
+      for (const bad of ['', '.', '..', 'a b', 'tópico', 'x'.repeat(250), 'a/b']) {
+        expect(singleSetMultiProduceRequestBytes('good', 10, topics)).toBeGreaterThan(0); // the valid topic is the one last checked
+        expectProtocolError(() => singleSetMultiProduceRequestBytes(bad, 10, topics), ErrorCode.InvalidTopic);
+        // And still after the failure: a bad name is never remembered as valid.
+        expectProtocolError(() => singleSetMultiProduceRequestBytes(bad, 10, topics), ErrorCode.InvalidTopic);
+      }
+      expect(singleSetMultiProduceRequestBytes(topicOf(249), 10, topics)).toBe(reference(topicOf(249), 0, Buffer.alloc(0), undefined).size);
     }
-    expect(singleSetMultiProduceRequestBytes(topicOf(249), 10)).toBe(reference(topicOf(249), 0, Buffer.alloc(0), undefined).size);
   });
 
   it('a target too small, or a position past its end, is a RangeError and nothing is written', () => {

@@ -10,6 +10,7 @@ import {
   decodeOffsetsResponse,
   decodeProduceAckResponse,
   decodeRequest,
+  RequestDecoder,
   defaultMaxRequestBytes,
   encodeErrorResponse,
   encodeFetchErrorResponse,
@@ -146,6 +147,40 @@ describe('request round trips through decodeRequest', () => {
     const r = decodeRequest(body);
     body[body.length - 1] = 0x79;
     expect(r.type === RequestType.Produce && r.produce.messages.subarray(10).toString()).toBe('y');
+  });
+});
+
+describe('RequestDecoder', () => {
+  /** A FETCH frame body naming `topic` as raw bytes (so that invalid names can be sent). */
+  function fetchNaming(topic: Buffer): Buffer {
+    const good = unframe(encodeFetchRequest({ topic: 't', partition: 3, offset: 7, maxBytes: 100 }));
+    const b = Buffer.alloc(good.length - 1 + topic.length);
+    b.writeInt16BE(RequestType.Fetch, 0);
+    b.writeInt16BE(topic.length, 2);
+    topic.copy(b, 4);
+    good.copy(b, 4 + topic.length, 5);
+    return b;
+  }
+  const outcome = (f: () => unknown): unknown => {
+    try {
+      return f();
+    } catch (e) {
+      return (e as { code?: number }).code;
+    }
+  };
+
+  it('decodes as decodeRequest does, with its cache, for any sequence of valid and invalid names, each decoder on its own', () => {
+    const name = fc.oneof(fc.constantFrom('events', 'clicks', 'a', '..', 'a b', 'tópico', ''), fc.stringMatching(/^[a-z.]{1,5}$/));
+    fc.assert(
+      fc.property(fc.array(fc.tuple(name, fc.boolean()), { maxLength: 30 }), (steps) => {
+        const decoders = [new RequestDecoder(), new RequestDecoder()];
+        for (const [topic, second] of steps) {
+          const frame = fetchNaming(Buffer.from(topic, 'utf8'));
+          expect(outcome(() => decoders[second ? 1 : 0]!.decode(frame))).toStrictEqual(outcome(() => decodeRequest(frame)));
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
@@ -312,6 +347,9 @@ describe('error codes', () => {
       UnknownRequestType: 7,
       InvalidMessageOffset: 8,
       InvalidTopic: 9,
+      UnknownTopic: 10,
+      TooManyPartitions: 11,
+      DiskFull: 12,
     });
     expect(RequestType).toStrictEqual({ Produce: 0, Fetch: 1, MultiFetch: 2, MultiProduce: 3, Offsets: 4, ProduceAck: 5, Metadata: 6 });
   });

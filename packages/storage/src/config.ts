@@ -1,22 +1,6 @@
 /**
- * Settings of the log layer (SPEC §2) and the logger shape it writes to.
+ * Settings of the log layer (docs/design.md §2). It logs through @klog/logger's Logger.
  */
-
-/** Minimal logger shape (pino satisfies it). Every entry is a structured object plus a message. */
-export interface StorageLogger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-/** A logger that drops everything; the default when none is given. */
-export const silentLogger: StorageLogger = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-};
 
 /**
  * When a log flushes (docs/design.md §10, docs/format.md `flush.policy`): `group` (the default)

@@ -5,11 +5,13 @@
 import { ErrorCode, maxTopicNameBytes } from '@klog/protocol';
 
 /**
- * A read asked for an offset outside `[earliest, end]` of a partition (SPEC §3 FETCH). `end` is
- * the visible (flushed) end; a read at exactly `end` is not an error, it returns no bytes.
+ * A read of the log asked for an offset outside `[earliest, end]` of a partition (docs/design.md
+ * §3 FETCH). `end` is the visible (flushed) end; a read at exactly `end` is not an error, it
+ * returns no bytes. The broker answers it with OffsetOutOfRange, which a client reports as its
+ * own OffsetOutOfRangeError (@klog/client): two errors, two names.
  */
-export class OffsetOutOfRangeError extends Error {
-  override readonly name = 'OffsetOutOfRangeError';
+export class LogOffsetOutOfRangeError extends Error {
+  override readonly name = 'LogOffsetOutOfRangeError';
   /** Wire error code 1. */
   readonly code = ErrorCode.OffsetOutOfRange;
   constructor(
@@ -75,4 +77,59 @@ export class LogClosedError extends Error {
   constructor(what: string) {
     super(`${what} is closed`);
   }
+}
+
+/**
+ * A topic that does not exist, asked for where the log manager does not create topics on use
+ * (`autoCreateTopics: false`, the broker's `auto.create.topics.enable=false`).
+ */
+export class UnknownTopicError extends Error {
+  override readonly name = 'UnknownTopicError';
+  /** Wire error code 10 (klog). */
+  readonly code = ErrorCode.UnknownTopic;
+  constructor(readonly topic: string) {
+    super(`topic ${topic} does not exist and topics are not created on use (auto.create.topics.enable=false)`);
+  }
+}
+
+/** Creating a topic would take the log manager past its `maxPartitions` (the broker's `max.partitions`). */
+export class TooManyPartitionsError extends Error {
+  override readonly name = 'TooManyPartitionsError';
+  /** Wire error code 11 (klog). */
+  readonly code = ErrorCode.TooManyPartitions;
+  constructor(
+    readonly topic: string,
+    /** Partitions the log manager holds now. */
+    readonly partitions: number,
+    /** Partitions the topic would add. */
+    readonly adding: number,
+    /** The limit. */
+    readonly maxPartitions: number,
+  ) {
+    super(`creating topic ${topic} (${adding} partitions) would pass max.partitions ${maxPartitions}: the broker holds ${partitions}`);
+  }
+}
+
+/**
+ * A write to the log dir failed for lack of space (ENOSPC, or EDQUOT for a quota). Nothing of the
+ * write stays in the log: the segment is cut back to its size before it. `cause` is the file
+ * system error.
+ */
+export class DiskFullError extends Error {
+  override readonly name = 'DiskFullError';
+  /** Wire error code 12 (klog). */
+  readonly code = ErrorCode.DiskFull;
+  constructor(
+    /** The file (segment or directory) that could not be written. */
+    readonly file: string,
+    cause: unknown,
+  ) {
+    super(`no space left for ${file}: ${(cause as Error).message}`, { cause });
+  }
+}
+
+/** `err` as a {@link DiskFullError} when it is ENOSPC or EDQUOT, else `err` itself. */
+export function asStorageError(err: unknown, file: string): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT' ? new DiskFullError(file, err) : err;
 }

@@ -5,11 +5,13 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
-import { InvalidTopicError, isValidTopicName, LogClosedError, WrongPartitionError } from './errors.js';
+import { type Logger, silentLogger } from '@klog/logger';
+import { defaultLogConfig, type LogConfig } from './config.js';
+import { InvalidTopicError, isValidTopicName, LogClosedError, TooManyPartitionsError, UnknownTopicError, WrongPartitionError } from './errors.js';
 import { defaultFlushThreads, setFlushThreads } from './flusher.js';
 import { Log, type FlushEvent } from './log.js';
 import { lockLogDir } from './log-dir-lock.js';
+import { syncDir } from './segment.js';
 
 /**
  * Name of the file `close()` writes in the log directory. When present on start, the last
@@ -30,8 +32,12 @@ export interface LogManagerConfig extends LogConfig {
    * own threads, apart from libuv's pool (see flusher.ts).
    */
   flushThreads: number;
+  /** Whether {@link LogManager.getOrCreateLog} creates a topic it does not have (`auto.create.topics.enable`); default true. */
+  autoCreateTopics: boolean;
+  /** Most partitions the manager creates topics up to, counting those on disk (`max.partitions`); default 10 000. */
+  maxPartitions: number;
   /** Where log entries go (pino fits); default: nowhere. */
-  logger?: StorageLogger;
+  logger?: Logger;
 }
 
 /** `LogManagerConfig` defaults, `logDir` aside. */
@@ -40,7 +46,12 @@ export const defaultLogManagerConfig: Readonly<Omit<LogManagerConfig, 'logDir' |
   numPartitions: 1,
   retentionCheckIntervalMs: 300_000,
   flushThreads: defaultFlushThreads,
+  autoCreateTopics: true,
+  maxPartitions: 10_000,
 });
+
+/** New partitions whose directories and first segments are created at once while a topic is created. */
+const creationConcurrency = 16;
 
 /** `{ topic, partition }` from a partition directory name, split at the last '-'; `undefined` if it does not parse. */
 export function parsePartitionDirName(name: string): { topic: string; partition: number } | undefined {
@@ -64,12 +75,14 @@ export class LogManager {
   readonly #flushDoneListeners = new Set<(event: FlushEvent) => void>();
   /** `<topic>-<partition>` → open log. */
   readonly #logs = new Map<string, Log>();
+  /** Topics being created (their file work runs off the request path) → the creation. */
+  readonly #creating = new Map<string, Promise<number>>();
   /** Runs retention every `retentionCheckIntervalMs` (unref'd). */
   #retentionTimer: NodeJS.Timeout | undefined;
   #closed = false;
   /** Releases the log dir's lock. */
   #unlock: () => void = () => {};
-  readonly #logger: StorageLogger;
+  readonly #logger: Logger;
 
   private constructor(config: LogManagerConfig) {
     this.config = config;
@@ -88,7 +101,7 @@ export class LogManager {
    */
   static async open(config: Partial<LogManagerConfig> & { logDir: string }): Promise<LogManager> {
     const full: LogManagerConfig = { ...defaultLogManagerConfig, ...config };
-    for (const key of ['numPartitions', 'retentionCheckIntervalMs'] as const) {
+    for (const key of ['numPartitions', 'retentionCheckIntervalMs', 'maxPartitions'] as const) {
       if (!Number.isSafeInteger(full[key]) || full[key] <= 0) throw new RangeError(`${key} must be a positive integer, got ${full[key]}`);
     }
     setFlushThreads(full.flushThreads);
@@ -110,6 +123,10 @@ export class LogManager {
         manager.#openLog(parsed.topic, parsed.partition, !clean);
         manager.#topics.set(parsed.topic, Math.max(manager.#topics.get(parsed.topic) ?? 0, parsed.partition + 1));
       }
+      // A topic with a missing partition directory gets it now, so every partition below the count has a log.
+      for (const [topic, count] of manager.#topics) {
+        for (let p = 0; p < count; p++) if (manager.getLog(topic, p) === undefined) manager.#openLog(topic, p, false);
+      }
     } catch (err) {
       await manager.close({ markClean: false });
       throw err;
@@ -130,41 +147,88 @@ export class LogManager {
 
   /**
    * The log of a partition, creating the topic (with `numPartitions` partitions, all
-   * directories) when it is new. A bad partition of a new topic does not create the topic.
-   * @throws WrongPartitionError when `partition` is not an integer in `[0, partition count)`;
-   *   InvalidTopicError for a bad topic name; LogClosedError after `close()`
+   * directories) when it is new and `autoCreateTopics` allows. The file work of a creation runs
+   * without blocking the event loop; calls for a topic being created share that creation. A bad
+   * partition of a new topic does not create the topic.
+   * @throws (rejects with) WrongPartitionError when `partition` is not an integer in
+   *   `[0, partition count)`; InvalidTopicError for a bad topic name; UnknownTopicError when the
+   *   topic is new and `autoCreateTopics` is false; what {@link LogManager.createTopic} throws
    */
-  getOrCreateLog(topic: string, partition: number): Log {
+  async getOrCreateLog(topic: string, partition: number): Promise<Log> {
     const existing = this.getLog(topic, partition);
     if (existing !== undefined) return existing;
-    if (!this.#topics.has(topic) && !isValidTopicName(topic)) throw new InvalidTopicError(topic);
+    const known = this.#topics.has(topic);
+    if (!known && !isValidTopicName(topic)) throw new InvalidTopicError(topic);
     const count = this.#topics.get(topic) ?? this.config.numPartitions;
     if (!Number.isSafeInteger(partition) || partition < 0 || partition >= count) throw new WrongPartitionError(topic, partition, count);
-    this.createTopic(topic);
-    return this.getLog(topic, partition) ?? this.#openLog(topic, partition, false);
+    if (!known && !this.#creating.has(topic) && !this.config.autoCreateTopics) throw new UnknownTopicError(topic);
+    await this.createTopic(topic);
+    const log = this.getLog(topic, partition);
+    if (log === undefined) throw new WrongPartitionError(topic, partition, this.#topics.get(topic) ?? 0);
+    return log;
   }
 
-  /** Partitions of `topic`, or `undefined` for a topic this broker does not have. */
+  /** Partitions of `topic`, or `undefined` for a topic this broker does not have (or is still creating). */
   partitionCount(topic: string): number | undefined {
     return this.#topics.get(topic);
   }
 
+  /** Partitions of all topics, those on disk included. */
+  get partitionTotal(): number {
+    return this.#logs.size;
+  }
+
   /**
-   * Creates `topic` with `partitions` partitions (default `numPartitions`) if it does not exist.
+   * Creates `topic` with `partitions` partitions (default `numPartitions`) if it does not exist, whatever
+   * `autoCreateTopics` says (this is the explicit act). Directories and segment files are
+   * created asynchronously, a few at a time, and fsynced with the log dir; the topic is
+   * visible (`partitionCount`, `getLog`) only once all its partitions exist. Concurrent calls
+   * share one creation.
    * @returns the topic's partition count (an existing topic's own)
-   * @throws InvalidTopicError; RangeError for a partition count that is not a positive integer;
-   *   LogClosedError after `close()`; file system errors
+   * @throws (rejects with) InvalidTopicError; RangeError for a partition count that is not a
+   *   positive integer; TooManyPartitionsError when it would pass
+   *   `maxPartitions`; LogClosedError after `close()`; DiskFullError; file system errors (the
+   *   partitions made so far are closed and the topic is not created; a retry reuses their
+   *   directories)
    */
-  createTopic(topic: string, partitions = this.config.numPartitions): number {
+  createTopic(topic: string, partitions = this.config.numPartitions): Promise<number> {
     const known = this.#topics.get(topic);
-    if (known !== undefined) return known;
-    if (this.#closed) throw new LogClosedError('log manager');
-    if (!isValidTopicName(topic)) throw new InvalidTopicError(topic);
-    if (!Number.isSafeInteger(partitions) || partitions < 1) throw new RangeError(`partition count must be a positive integer, got ${partitions}`);
+    if (known !== undefined) return Promise.resolve(known);
+    const running = this.#creating.get(topic);
+    if (running !== undefined) return running;
+    if (this.#closed) return Promise.reject(new LogClosedError('log manager'));
+    if (!isValidTopicName(topic)) return Promise.reject(new InvalidTopicError(topic));
+    if (!Number.isSafeInteger(partitions) || partitions < 1) return Promise.reject(new RangeError(`partition count must be a positive integer, got ${partitions}`));
     const count = partitions;
-    for (let p = 0; p < count; p++) this.#openLog(topic, p, false);
+    let reserved = this.#logs.size;
+    for (const t of this.#creating.keys()) reserved += t === topic ? 0 : this.config.numPartitions;
+    if (reserved + count > this.config.maxPartitions) return Promise.reject(new TooManyPartitionsError(topic, reserved, count, this.config.maxPartitions));
+    const creation = this.#create(topic, count).finally(() => this.#creating.delete(topic));
+    this.#creating.set(topic, creation);
+    return creation;
+  }
+
+  async #create(topic: string, count: number): Promise<number> {
+    const started = Date.now();
+    const logs: Log[] = [];
+    try {
+      for (let from = 0; from < count; from += creationConcurrency) {
+        const batch = [];
+        for (let p = from; p < Math.min(count, from + creationConcurrency); p++) batch.push(Log.create(this.#logOptions(topic, p)));
+        const results = await Promise.allSettled(batch);
+        for (const r of results) if (r.status === 'fulfilled') logs.push(r.value);
+        const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+        if (failed !== undefined) throw failed.reason;
+      }
+      await syncDir(this.config.logDir);
+      if (this.#closed) throw new LogClosedError('log manager');
+    } catch (err) {
+      await Promise.allSettled(logs.map((log) => log.close()));
+      throw err;
+    }
+    for (const log of logs) this.#add(log);
     this.#topics.set(topic, count);
-    this.#logger.info({ topic, partitions: count }, 'created topic');
+    this.#logger.info({ topic, partitions: count, ms: Date.now() - started }, 'created topic');
     for (const listener of this.#topicListeners) listener(topic, count);
     return count;
   }
@@ -231,35 +295,36 @@ export class LogManager {
     this.#closed = true;
     if (this.#retentionTimer !== undefined) clearInterval(this.#retentionTimer);
     try {
+      await Promise.allSettled([...this.#creating.values()]);
       const results = await Promise.allSettled([...this.#logs.values()].map((log) => log.close()));
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed !== undefined) throw failed.reason;
       if (options.markClean === false) return;
-      const fd = fs.openSync(path.join(this.config.logDir, cleanShutdownFileName), 'w');
+      const marker = await fs.promises.open(path.join(this.config.logDir, cleanShutdownFileName), 'w');
       try {
-        fs.fsyncSync(fd);
+        await marker.sync();
       } finally {
-        fs.closeSync(fd);
+        await marker.close();
       }
-      syncDir(this.config.logDir);
+      await syncDir(this.config.logDir);
     } finally {
       this.#unlock();
     }
   }
 
+  #logOptions(topic: string, partition: number): { dir: string; topic: string; partition: number; config: LogConfig; logger: Logger } {
+    return { dir: path.join(this.config.logDir, `${topic}-${partition}`), topic, partition, config: pickLogConfig(this.config), logger: this.#logger };
+  }
+
   #openLog(topic: string, partition: number, recover: boolean): Log {
-    const log = Log.open({
-      dir: path.join(this.config.logDir, `${topic}-${partition}`),
-      topic,
-      partition,
-      config: pickLogConfig(this.config),
-      logger: this.#logger,
-      recover,
-    });
+    return this.#add(Log.open({ ...this.#logOptions(topic, partition), recover }));
+  }
+
+  #add(log: Log): Log {
     log.onFlushDone((event) => {
       for (const listener of this.#flushDoneListeners) listener(event);
     });
-    this.#logs.set(`${topic}-${partition}`, log);
+    this.#logs.set(`${log.topic}-${log.partition}`, log);
     return log;
   }
 }
@@ -267,17 +332,4 @@ export class LogManager {
 function pickLogConfig(c: LogConfig): LogConfig {
   const { flushPolicy, segmentBytes, flushMessages, flushIntervalMs, retentionMs, retentionBytes } = c;
   return { flushPolicy, segmentBytes, flushMessages, flushIntervalMs, retentionMs, retentionBytes };
-}
-
-/** fsync a directory so a file created in it survives a crash (best effort where unsupported). */
-function syncDir(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = fs.openSync(dir, 'r');
-    fs.fsyncSync(fd);
-  } catch {
-    // Some platforms cannot fsync a directory; the marker file itself is synced.
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
-  }
 }

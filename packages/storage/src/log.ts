@@ -12,13 +12,14 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { checkLogConfig, defaultLogConfig, silentLogger, type LogConfig, type StorageLogger } from './config.js';
-import { LogClosedError, OffsetOutOfRangeError } from './errors.js';
+import { type Logger, silentLogger } from '@klog/logger';
+import { checkLogConfig, defaultLogConfig, type LogConfig } from './config.js';
+import { asStorageError, LogClosedError, LogOffsetOutOfRangeError } from './errors.js';
 import { FileRegion } from './file-region.js';
 import { flushTurns } from './flusher.js';
 import { recoverSegment } from './recovery.js';
 import { findSegmentIndex, SegmentList } from './segment-list.js';
-import { parseSegmentFileName, Segment, segmentFileSuffix } from './segment.js';
+import { parseSegmentFileName, Segment, segmentFileSuffix, syncDir } from './segment.js';
 
 /** How to open a {@link Log}. */
 export interface LogOptions {
@@ -28,7 +29,7 @@ export interface LogOptions {
   readonly partition: number;
   /** Settings; missing ones come from {@link defaultLogConfig}. */
   readonly config?: Partial<LogConfig>;
-  readonly logger?: StorageLogger;
+  readonly logger?: Logger;
   /** Scan the last segment and cut it at the first bad message (after an unclean shutdown). Default false. */
   readonly recover?: boolean;
 }
@@ -86,7 +87,7 @@ export class Log {
   readonly #flushDoneListeners = new Set<(event: FlushEvent) => void>();
   /** Set by `close()`: no more appends or reads. */
   #closed = false;
-  readonly #logger: StorageLogger;
+  readonly #logger: Logger;
 
   private constructor(
     readonly topic: string,
@@ -94,7 +95,7 @@ export class Log {
     readonly dir: string,
     segments: Segment[],
     config: LogConfig,
-    logger: StorageLogger,
+    logger: Logger,
   ) {
     this.config = config;
     this.#segments = new SegmentList(segments);
@@ -136,12 +137,35 @@ export class Log {
         const entry = { topic, partition, segment: path.basename(last.file), validBytes: r.validBytes, truncatedBytes: r.truncatedBytes, reason: r.reason };
         if (r.truncatedBytes > 0) logger.warn(entry, 'recovery truncated the last segment');
         else logger.debug({ ...entry, messages: r.messages }, 'recovery found the last segment intact');
+        last.releaseFd(); // opened again on first use: an idle partition holds no descriptor
       }
+      for (let i = 0; i < segments.length - 1; i++) segments[i]!.retire();
     } catch (err) {
       for (const s of segments) void s.close();
       throw err;
     }
     return new Log(topic, partition, dir, segments, config, logger);
+  }
+
+  /**
+   * Creates the log of a new partition without blocking the event loop (topic creation must not
+   * hold up other requests): the directory, an empty segment 0, and an fsync of the directory
+   * so the segment's name is durable. When the directory already holds segments (a partition
+   * left from before), it is opened as by {@link Log.open}.
+   * @throws RangeError for a bad config; DiskFullError when there is no space; file system errors
+   */
+  static async create(options: Omit<LogOptions, 'recover'>): Promise<Log> {
+    const { dir, topic, partition } = options;
+    const config = checkLogConfig({ ...defaultLogConfig, ...options.config });
+    try {
+      await fs.promises.mkdir(dir, { recursive: true });
+    } catch (err) {
+      throw asStorageError(err, dir);
+    }
+    if ((await fs.promises.readdir(dir)).some((name) => name.endsWith(segmentFileSuffix))) return Log.open(options);
+    const segment = await Segment.createAsync(dir, 0);
+    await syncDir(dir);
+    return new Log(topic, partition, dir, [segment], config, options.logger ?? silentLogger);
   }
 
   /** Start offset of the first segment. */
@@ -246,7 +270,7 @@ export class Log {
    * message; `offset` is not checked to be a message boundary. `offset === visibleEnd` gives
    * an empty buffer (SPEC §3 FETCH).
    * @param maxBytes limit in bytes; 0 gives an empty buffer
-   * @throws OffsetOutOfRangeError when `offset` is outside `[earliestOffset, visibleEnd]`;
+   * @throws LogOffsetOutOfRangeError when `offset` is outside `[earliestOffset, visibleEnd]`;
    *   RangeError for a negative or non-integer `maxBytes`; LogClosedError after `close()`
    */
   read(offset: number, maxBytes: number): Buffer {
@@ -265,7 +289,7 @@ export class Log {
     const end = this.#visibleEnd;
     const earliest = view[0]!.start;
     if (!Number.isSafeInteger(offset) || offset < earliest || offset > end) {
-      throw new OffsetOutOfRangeError(this.topic, this.partition, offset, earliest, end);
+      throw new LogOffsetOutOfRangeError(this.topic, this.partition, offset, earliest, end);
     }
     if (offset === end || maxBytes === 0) return undefined;
     const segment = view[findSegmentIndex(view, offset)]!;
@@ -395,10 +419,17 @@ export class Log {
     }
   }
 
-  /** Starts a new empty segment at the log end and makes it the active one. */
+  /**
+   * Starts a new empty segment at the log end and makes it the active one; the previous one is
+   * retired (its descriptor closes once it is synced and unread). The new file's directory entry
+   * is fsynced by its first flush (see `Segment.sync`).
+   */
   #roll(): Segment {
+    const view = this.#segments.view;
+    const previous = view[view.length - 1]!;
     const segment = Segment.create(this.dir, this.logEndOffset);
     this.#segments.append(segment);
+    previous.retire();
     this.#logger.debug({ topic: this.topic, partition: this.partition, segment: path.basename(segment.file) }, 'rolled new segment');
     return segment;
   }

@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { LogClosedError } from './errors.js';
+import { asStorageError, LogClosedError } from './errors.js';
 import { fdatasyncFile } from './flusher.js';
 
 /** File name extension of a segment. */
@@ -13,6 +13,7 @@ export const segmentFileSuffix = '.kafka';
 /** Digits of the zero-padded start offset in a segment file name. */
 export const segmentNameDigits = 20;
 const segmentNamePattern = /^(\d{20})\.kafka$/;
+const emptyFile = new Uint8Array(0);
 
 /** `00000000000536870912.kafka` for start offset 536870912. */
 export function segmentFileName(start: number): string {
@@ -28,9 +29,37 @@ export function parseSegmentFileName(name: string): number | undefined {
 }
 
 /**
- * An open segment file. Appends are synchronous positional writes at the end; reads are
+ * fsync a directory so that the names created or removed in it survive a crash (a rolled
+ * segment's entry, a deleted one's removal). Some platforms cannot fsync a directory: there it
+ * does nothing.
+ */
+export async function syncDir(dir: string): Promise<void> {
+  let handle: fs.promises.FileHandle | undefined;
+  try {
+    handle = await fs.promises.open(dir, 'r');
+  } catch {
+    return;
+  }
+  try {
+    await handle.sync();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EINVAL' && code !== 'ENOTSUP' && code !== 'EPERM' && code !== 'EISDIR') throw err;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * One segment file. Appends are synchronous positional writes at the end; reads are
  * synchronous positional reads. `size` grows with appends; `syncedBytes` trails it and says
  * how much is known to be on disk.
+ *
+ * Descriptors: the file is opened on first use, not when the segment is loaded, so a log dir of
+ * many partitions starts without one descriptor per segment. A segment that is not the active
+ * one (see {@link Segment.retire}) closes its descriptor again as soon as nothing uses it: no
+ * read pins it, no fdatasync runs on it and every byte is synced. The active segment keeps its
+ * descriptor once opened; {@link Segment.releaseFd} lets an idle one go.
  */
 export class Segment {
   /** Bytes in the file (everything appended, synced or not). */
@@ -39,9 +68,15 @@ export class Segment {
   syncedBytes: number;
   /** Time of the last write in ms since the epoch (file mtime when opened). */
   lastModifiedMs: number;
-  /** fdatasync calls in flight on `fd`; `close()` waits for them. */
+  /** The open descriptor (read-write), or undefined while the file is not open. */
+  #fd: number | undefined;
+  /** False once the segment is no longer the one appended to: its descriptor then closes when idle. */
+  #active = true;
+  /** Set when the file was created by a roll and its directory entry is not yet fsynced; the next `sync()` does it. */
+  #dirUnsynced = false;
+  /** fdatasync calls in flight; `close()` waits for them. */
   readonly #syncs = new Set<Promise<void>>();
-  /** Reads holding `fd` open (file regions being sent); the fd is closed only when none is left. */
+  /** Reads holding the descriptor open (file regions being sent); it is closed only when none is left. */
   #pins = 0;
   /** Set by `close()`; later `pin()` calls throw. */
   #closed = false;
@@ -55,28 +90,70 @@ export class Segment {
     readonly start: number,
     /** Path of the segment file. */
     readonly file: string,
-    /** Open file descriptor (read-write). */
-    readonly fd: number,
+    fd: number | undefined,
     size: number,
     lastModifiedMs: number,
   ) {
+    this.#fd = fd;
     this.size = size;
     this.syncedBytes = size;
     this.lastModifiedMs = lastModifiedMs;
   }
 
-  /** Creates the empty segment `dir/<start>.kafka`. @throws when the file exists or cannot be created. */
+  /**
+   * Creates the empty segment `dir/<start>.kafka` (a roll). Its directory entry is fsynced by
+   * the segment's first `sync()`, before any of its bytes count as flushed.
+   * @throws DiskFullError when there is no space for it; other errors when the file exists or cannot be created
+   */
   static create(dir: string, start: number): Segment {
     const file = path.join(dir, segmentFileName(start));
-    const fd = fs.openSync(file, 'wx+');
-    return new Segment(start, file, fd, 0, Date.now());
+    let fd: number;
+    try {
+      fd = fs.openSync(file, 'wx+');
+    } catch (err) {
+      throw asStorageError(err, file);
+    }
+    const segment = new Segment(start, file, fd, 0, Date.now());
+    segment.#dirUnsynced = true;
+    return segment;
   }
 
-  /** Opens the existing segment file `file` whose first byte is log offset `start`. */
+  /**
+   * Creates the empty segment `dir/<start>.kafka` without blocking the event loop (a new
+   * partition), closed until first used; the caller fsyncs `dir` (see {@link syncDir}).
+   * @throws DiskFullError when there is no space for it; other errors when the file exists or cannot be created
+   */
+  static async createAsync(dir: string, start: number): Promise<Segment> {
+    const file = path.join(dir, segmentFileName(start));
+    try {
+      await fs.promises.writeFile(file, emptyFile, { flag: 'wx' });
+    } catch (err) {
+      throw asStorageError(err, file);
+    }
+    return new Segment(start, file, undefined, 0, Date.now());
+  }
+
+  /** The existing segment file `file` whose first byte is log offset `start`; not opened until used. */
   static open(file: string, start: number): Segment {
-    const fd = fs.openSync(file, 'r+');
-    const stat = fs.fstatSync(fd);
-    return new Segment(start, file, fd, stat.size, stat.mtimeMs);
+    const stat = fs.statSync(file);
+    return new Segment(start, file, undefined, stat.size, stat.mtimeMs);
+  }
+
+  /**
+   * The file's descriptor, opening the file when it is not open (read-write). Valid while the
+   * segment is pinned, a sync runs, or it is active; do not keep it otherwise.
+   * @throws LogClosedError when the segment is closed and its descriptor gone; open errors
+   */
+  get fd(): number {
+    if (this.#fd !== undefined) return this.#fd;
+    if (this.#closed) throw new LogClosedError(`segment ${this.file}`);
+    this.#fd = fs.openSync(this.file, 'r+');
+    return this.#fd;
+  }
+
+  /** True while the file has an open descriptor. */
+  get isOpen(): boolean {
+    return this.#fd !== undefined;
   }
 
   /** Log offset just past the segment's last byte: `start + size`. */
@@ -95,40 +172,63 @@ export class Segment {
   }
 
   /**
-   * Keeps `fd` open until the matching {@link Segment.unpin}, even across `close()` or
-   * `delete()` (retention): a file region being sent to a socket pins its segment (SPEC §2,
+   * Keeps the file open until the matching {@link Segment.unpin}, even across `close()` or
+   * `delete()` (retention): a file region being sent to a socket pins its segment (docs/design.md §2,
    * §3 read path). Deleting removes the file name at once; the descriptor, and with it the
-   * data, stays readable until the last pin goes.
-   * @throws LogClosedError when the segment is already closed
+   * data, stays readable until the last pin goes. Opens the file when it is not open.
+   * @throws LogClosedError when the segment is already closed; open errors
    */
   pin(): void {
     if (this.#closed) throw new LogClosedError(`segment ${this.file}`);
+    void this.fd;
     this.#pins++;
   }
 
-  /** Releases one {@link Segment.pin}; the last one lets a pending `close()` close the fd. */
+  /** Releases one {@link Segment.pin}; the last one lets a pending `close()` close the fd, or an idle segment's descriptor go. */
   unpin(): void {
     if (this.#pins <= 0) throw new RangeError(`segment ${this.file} is not pinned`);
-    if (--this.#pins === 0) this.#unpinned?.();
+    if (--this.#pins === 0) {
+      this.#unpinned?.();
+      if (!this.#active) this.releaseFd();
+    }
+  }
+
+  /** Marks the segment as no longer the one appended to (after a roll): its descriptor closes whenever it is idle. */
+  retire(): void {
+    this.#active = false;
+    this.releaseFd();
+  }
+
+  /**
+   * Closes the descriptor now if nothing uses it (no pin, no sync in flight, every byte synced);
+   * the next use opens the file again. Does nothing otherwise.
+   */
+  releaseFd(): void {
+    if (this.#fd === undefined || this.#closing !== undefined) return;
+    if (this.#pins > 0 || this.#syncs.size > 0 || this.syncedBytes < this.size || this.#dirUnsynced) return;
+    const fd = this.#fd;
+    this.#fd = undefined;
+    fs.closeSync(fd);
   }
 
   /**
    * Writes `bytes` at the end of the file (synchronously; the OS may still hold them in cache).
-   * @throws the write error, after cutting the file back to its size before the write so no
-   *   torn entry stays on disk.
+   * @throws DiskFullError for ENOSPC/EDQUOT, else the write error, after cutting the file back to
+   *   its size before the write so no torn entry stays on disk.
    */
   append(bytes: Buffer): void {
     const before = this.size;
+    const fd = this.fd;
     let done = 0;
     try {
-      while (done < bytes.length) done += fs.writeSync(this.fd, bytes, done, bytes.length - done, before + done);
+      while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done, before + done);
     } catch (err) {
       try {
-        fs.ftruncateSync(this.fd, before);
+        fs.ftruncateSync(fd, before);
       } catch {
         // The write error below is the one worth reporting.
       }
-      throw err;
+      throw asStorageError(err, this.file);
     }
     this.size = before + done;
     this.lastModifiedMs = Date.now();
@@ -145,40 +245,56 @@ export class Segment {
   }
 
   /**
-   * Reads up to `length` bytes from file position `position` into `target[0, length)`.
+   * Reads up to `length` bytes from file position `position` into `target[0, length)`. A
+   * segment that is not the active one closes its descriptor again afterwards when idle.
    * @returns the bytes read (fewer only at the end of the file)
    */
   readInto(target: Buffer, position: number, length: number): number {
+    const fd = this.fd;
     let done = 0;
-    while (done < length) {
-      const n = fs.readSync(this.fd, target, done, length - done, position + done);
-      if (n === 0) break;
-      done += n;
+    try {
+      while (done < length) {
+        const n = fs.readSync(fd, target, done, length - done, position + done);
+        if (n === 0) break;
+        done += n;
+      }
+    } finally {
+      if (!this.#active) this.releaseFd();
     }
     return done;
   }
 
   /**
    * fdatasync the file (on the flusher's threads, see flusher.ts) and mark what was written
-   * before the call as synced. A no-op on a closed segment. @throws the fdatasync error.
+   * before the call as synced; for a segment just rolled, also fsync its directory first, so the
+   * new file's name is as durable as its bytes (docs/format.md §4). A no-op on a closed segment.
+   * @throws the fdatasync or fsync error.
    */
   async sync(): Promise<void> {
     if (this.#closed) return;
     const covered = this.size;
-    const p = fdatasyncFile(this.fd);
+    const fd = this.fd;
+    const dirUnsynced = this.#dirUnsynced;
+    const p = (async () => {
+      if (dirUnsynced) await syncDir(path.dirname(this.file));
+      await fdatasyncFile(fd);
+    })();
     this.#syncs.add(p);
     try {
       await p;
+      if (dirUnsynced) this.#dirUnsynced = false;
     } finally {
       this.#syncs.delete(p);
     }
     if (covered > this.syncedBytes) this.syncedBytes = covered;
+    if (!this.#active) this.releaseFd();
   }
 
   /** Cuts the file to `bytes` bytes and fsyncs it (used by recovery). */
   truncate(bytes: number): void {
-    fs.ftruncateSync(this.fd, bytes);
-    fs.fsyncSync(this.fd);
+    const fd = this.fd;
+    fs.ftruncateSync(fd, bytes);
+    fs.fsyncSync(fd);
     this.size = bytes;
     this.syncedBytes = bytes;
   }
@@ -193,19 +309,23 @@ export class Segment {
     this.#closing ??= (async () => {
       await Promise.allSettled([...this.#syncs]);
       if (this.#pins > 0) await new Promise<void>((resolve) => (this.#unpinned = resolve));
-      fs.closeSync(this.fd);
+      const fd = this.#fd;
+      this.#fd = undefined;
+      if (fd !== undefined) fs.closeSync(fd);
     })();
     return this.#closing;
   }
 
   /**
-   * Removes the file and closes it (see `close()`). The name goes at once; when reads still pin
-   * the segment, the returned promise resolves without waiting for them, and the descriptor is
-   * closed when the last one is released, so a slow consumer never holds up retention.
+   * Removes the file, fsyncs its directory so the removal is durable, and closes the file (see
+   * `close()`). The name goes at once; when reads still pin the segment, the returned promise
+   * resolves without waiting for them, and the descriptor is closed when the last one is
+   * released, so a slow consumer never holds up retention.
    */
   async delete(): Promise<void> {
     const closing = this.close();
     await fs.promises.rm(this.file, { force: true });
+    await syncDir(path.dirname(this.file));
     if (this.#pins === 0) await closing;
     else closing.catch(() => {});
   }

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { encodeMessageSet, iterateMessageSet } from '@klog/protocol';
 import { afterEach } from 'vitest';
-import type { StorageLogger } from '../src/index.js';
+import type { Logger } from '@klog/logger';
 
 const dirs: string[] = [];
 
@@ -31,7 +31,7 @@ export function payloads(buf: Buffer): string[] {
 }
 
 /** A logger that records every entry. */
-export function recordingLogger(): StorageLogger & { entries: { level: string; obj: object; msg?: string }[] } {
+export function recordingLogger(): Logger & { entries: { level: string; obj: object; msg?: string }[] } {
   const entries: { level: string; obj: object; msg?: string }[] = [];
   const at = (level: string) => (obj: object, msg?: string) => void entries.push({ level, obj, msg });
   return { entries, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };

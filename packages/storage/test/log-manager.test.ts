@@ -17,39 +17,39 @@ describe('LogManager', () => {
     const created: [string, number][] = [];
     const stopListening = manager.onTopicCreated((topic, partitions) => created.push([topic, partitions]));
 
-    const log = manager.getOrCreateLog('clicks', 1);
+    const log = await manager.getOrCreateLog('clicks', 1);
     expect([log.topic, log.partition, log.dir]).toEqual(['clicks', 1, path.join(logDir, 'clicks-1')]);
     expect(manager.partitionCount('clicks')).toBe(3);
     expect(fs.readdirSync(logDir).sort()).toEqual(['.lock', 'clicks-0', 'clicks-1', 'clicks-2']);
     for (const p of [0, 1, 2]) expect(segmentFiles(path.join(logDir, `clicks-${p}`))).toEqual(['00000000000000000000.kafka']);
-    expect(manager.getOrCreateLog('clicks', 1)).toBe(log);
+    expect(await manager.getOrCreateLog('clicks', 1)).toBe(log);
     expect(manager.getLog('clicks', 2)).toBeDefined();
     expect([...manager.topics()]).toEqual([['clicks', 3]]);
     expect([...manager.logs()]).toHaveLength(3);
-    expect(manager.createTopic('clicks')).toBe(3);
+    expect(await manager.createTopic('clicks')).toBe(3);
     expect(created).toEqual([['clicks', 3]]);
     stopListening();
-    manager.createTopic('unheard');
+    await manager.createTopic('unheard');
     expect(created).toEqual([['clicks', 3]]);
 
     let err: unknown;
     try {
-      manager.getOrCreateLog('clicks', 3);
+      await manager.getOrCreateLog('clicks', 3);
     } catch (e) {
       err = e;
     }
     expect(err).toBeInstanceOf(WrongPartitionError);
     expect(err).toMatchObject({ code: 3, topic: 'clicks', partition: 3, partitionCount: 3 });
-    expect(() => manager.getOrCreateLog('clicks', -1)).toThrow(WrongPartitionError);
-    expect(() => manager.getOrCreateLog('clicks', 1.5)).toThrow(WrongPartitionError);
-    expect(() => manager.getOrCreateLog('../escape', 0)).toThrow(InvalidTopicError);
-    expect(() => manager.createTopic('')).toThrow(InvalidTopicError);
-    expect(() => manager.getOrCreateLog('fresh', 3)).toThrow(WrongPartitionError);
+    await expect(manager.getOrCreateLog('clicks', -1)).rejects.toThrow(WrongPartitionError);
+    await expect(manager.getOrCreateLog('clicks', 1.5)).rejects.toThrow(WrongPartitionError);
+    await expect(manager.getOrCreateLog('../escape', 0)).rejects.toThrow(InvalidTopicError);
+    await expect(manager.createTopic('')).rejects.toThrow(InvalidTopicError);
+    await expect(manager.getOrCreateLog('fresh', 3)).rejects.toThrow(WrongPartitionError);
     expect(manager.partitionCount('fresh')).toBeUndefined();
     expect(fs.readdirSync(logDir).sort()).toEqual(['.lock', 'clicks-0', 'clicks-1', 'clicks-2', 'unheard-0', 'unheard-1', 'unheard-2']);
-    expect(manager.createTopic('five', 5)).toBe(5);
-    expect(manager.createTopic('five', 2)).toBe(5);
-    expect(() => manager.createTopic('none', 0)).toThrow(RangeError);
+    expect(await manager.createTopic('five', 5)).toBe(5);
+    expect(await manager.createTopic('five', 2)).toBe(5);
+    await expect(manager.createTopic('none', 0)).rejects.toThrow(RangeError);
     expect(manager.partitionCount('none')).toBeUndefined();
     await manager.close();
   });
@@ -57,7 +57,7 @@ describe('LogManager', () => {
   it('loads existing partitions, keeps their count, splits names at the last dash and skips others', async () => {
     const logDir = tempDir();
     const first = await LogManager.open({ logDir, numPartitions: 2, ...quiet });
-    first.getOrCreateLog('page-views-eu', 1).append(messages('pv', 2), 2);
+    (await first.getOrCreateLog('page-views-eu', 1)).append(messages('pv', 2), 2);
     await first.close();
     fs.mkdirSync(path.join(logDir, 'legacy-0'));
     fs.mkdirSync(path.join(logDir, 'legacy-4'));
@@ -71,9 +71,9 @@ describe('LogManager', () => {
     expect(payloads(manager.getLog('page-views-eu', 1)!.read(0, 100))).toEqual(['pv-0', 'pv-1']);
     const warned = logger.entries.filter((e) => e.level === 'warn').map((e) => (e.obj as { dir: string }).dir);
     expect(warned.sort()).toEqual(['bad-p1', 'nodash']);
-    expect(manager.getLog('legacy', 2)).toBeUndefined();
-    expect(manager.getOrCreateLog('legacy', 2).partition).toBe(2); // a gap is filled on use
-    expect(() => manager.getOrCreateLog('legacy', 5)).toThrow(WrongPartitionError);
+    expect(manager.getLog('legacy', 2)?.partition).toBe(2); // a gap is filled on open
+    expect(await manager.getOrCreateLog('legacy', 2)).toBe(manager.getLog('legacy', 2));
+    await expect(manager.getOrCreateLog('legacy', 5)).rejects.toThrow(WrongPartitionError);
     expect(manager.partitionCount('legacy')).toBe(5);
     await manager.close();
   });
@@ -90,7 +90,7 @@ describe('LogManager', () => {
     const marker = path.join(logDir, cleanShutdownFileName);
     const a = await LogManager.open({ logDir, ...quiet });
     expect(fs.existsSync(marker)).toBe(false);
-    a.getOrCreateLog('t', 0).append(messages('x', 1), 1);
+    (await a.getOrCreateLog('t', 0)).append(messages('x', 1), 1);
     await a.close();
     await a.close(); // idempotent
     expect(fs.existsSync(marker)).toBe(true);
@@ -103,7 +103,7 @@ describe('LogManager', () => {
   it('flushes all logs and runs retention over all of them', async () => {
     const logDir = tempDir();
     const manager = await LogManager.open({ logDir, numPartitions: 2, segmentBytes: 1024, flushMessages: 10_000, retentionMs: 60_000, ...quiet });
-    const logs = [manager.getOrCreateLog('a', 0), manager.getOrCreateLog('a', 1), manager.getOrCreateLog('b', 0)];
+    const logs = [await manager.getOrCreateLog('a', 0), await manager.getOrCreateLog('a', 1), await manager.getOrCreateLog('b', 0)];
     for (const log of logs) for (let i = 0; i < 12; i++) log.append(messages(`m${i}`, 1, 100), 1); // segments 0, 990
     expect(logs.map((l) => l.visibleEnd)).toEqual([0, 0, 0]);
     await manager.flushAll();
@@ -115,13 +115,13 @@ describe('LogManager', () => {
       expect(segmentFiles(log.dir)).toEqual(['00000000000000001320.kafka']);
     }
     await manager.close();
-    expect(() => manager.createTopic('late')).toThrow(/closed/);
+    await expect(manager.createTopic('late')).rejects.toThrow(/closed/);
   });
 
   it('runs retention on its timer', async () => {
     const logDir = tempDir();
     const manager = await LogManager.open({ logDir, segmentBytes: 1024, retentionBytes: 0, flushMessages: 1, retentionCheckIntervalMs: 20 });
-    const log = manager.getOrCreateLog('r', 0);
+    const log = await manager.getOrCreateLog('r', 0);
     for (let i = 0; i < 20; i++) log.append(messages(`m${i}`, 1, 100), 1);
     await log.flush();
     expect(log.segmentCount).toBe(3);
@@ -130,7 +130,7 @@ describe('LogManager', () => {
     await manager.close();
   });
 
-  it('keeps a second log manager out of its log dir, and takes over the lock of a process that is gone', async () => {
+  it('keeps a second log manager out of its log dir, and takes over the lock of a process that is gone, whatever pid it names', async () => {
     const logDir = tempDir();
     const first = await LogManager.open({ logDir, ...quiet });
     expect(fs.readFileSync(path.join(logDir, lockFileName), 'utf8')).toBe(`${process.pid}\n`);
@@ -148,5 +148,12 @@ describe('LogManager', () => {
     expect(fs.readFileSync(path.join(logDir, lockFileName), 'utf8')).toBe(`${process.pid}\n`);
     await second.close({ markClean: false });
     expect(fs.existsSync(path.join(logDir, lockFileName))).toBe(false);
+    // A lock file that names a live process (PID 1, this test's own pid reused) but that no
+    // one holds locked is a dead broker's: taken over too.
+    for (const pid of [1, process.pid, process.ppid]) {
+      fs.writeFileSync(path.join(logDir, lockFileName), `${pid}\n`);
+      const again = await LogManager.open({ logDir, ...quiet });
+      await again.close({ markClean: false });
+    }
   });
 });

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { encodeMessageSet, iterateMessageSet } from '@klog/protocol';
 import { describe, expect, it } from 'vitest';
-import { findSegmentIndex, Log, OffsetOutOfRangeError, type LogConfig } from '../src/index.js';
+import { findSegmentIndex, Log, LogOffsetOutOfRangeError, type LogConfig } from '../src/index.js';
 import { messages, payloads, segmentFiles, tempDir } from './helpers.js';
 
 const kib = 1024;
@@ -107,7 +107,7 @@ describe('append and read', () => {
     await log.flush();
     expect(log.read(2200, 100).length).toBe(0);
     const past = catchError(() => log.read(2201, 100));
-    expect(past).toBeInstanceOf(OffsetOutOfRangeError);
+    expect(past).toBeInstanceOf(LogOffsetOutOfRangeError);
     expect(past).toMatchObject({ code: 1, topic: 'events', partition: 0, offset: 2201, earliest: 0, end: 2200 });
 
     expect(await log.deleteOldSegments(Date.now())).toBe(2);
@@ -115,7 +115,7 @@ describe('append and read', () => {
     const before = catchError(() => log.read(1979, 100));
     expect(before).toMatchObject({ code: 1, offset: 1979, earliest: 1980, end: 2200 });
     expect(payloads(log.read(1980, 110))).toEqual(['m18-0'.padEnd(100, '.')]);
-    expect(() => log.read(-1, 10)).toThrow(OffsetOutOfRangeError);
+    expect(() => log.read(-1, 10)).toThrow(LogOffsetOutOfRangeError);
     expect(() => log.read(1980, -1)).toThrow(RangeError);
     expect(log.read(1980, 0).length).toBe(0);
     await log.close();
@@ -157,7 +157,7 @@ describe('flush and visibility', () => {
     expect(log.logEndOffset).toBe(26);
     expect(log.visibleEnd).toBe(0);
     expect(log.read(0, 100).length).toBe(0);
-    expect(() => log.read(13, 100)).toThrow(OffsetOutOfRangeError);
+    expect(() => log.read(13, 100)).toThrow(LogOffsetOutOfRangeError);
     await new Promise((r) => setTimeout(r, 20));
     expect(log.visibleEnd).toBe(0);
 

@@ -115,7 +115,7 @@ describe('clean-shutdown marker', () => {
   it('recovers without the marker, trusts the files with it, and is removed on open', async () => {
     const logDir = tempDir();
     const manager = await LogManager.open({ logDir, retentionCheckIntervalMs: 3_600_000 });
-    const log = manager.getOrCreateLog('orders', 0);
+    const log = await manager.getOrCreateLog('orders', 0);
     log.append(encodeMessageSet(texts.map((t) => Buffer.from(t))), 5);
     await manager.close();
     const marker = path.join(logDir, cleanShutdownFileName);

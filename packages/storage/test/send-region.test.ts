@@ -272,7 +272,7 @@ describe('flush events', () => {
     const manager = await LogManager.open({ logDir: tempDir(), flushIntervalMs: 60_000 });
     const seen: FlushEvent[] = [];
     manager.onFlushDone((e) => seen.push(e));
-    manager.getOrCreateLog('later', 0).append(messages('b', 1), 1);
+    (await manager.getOrCreateLog('later', 0)).append(messages('b', 1), 1);
     await manager.flushAll();
     expect(seen).toEqual([expect.objectContaining({ topic: 'later', partition: 0, segmentsSynced: 1, visibleEnd: 13 })]);
     await manager.close();

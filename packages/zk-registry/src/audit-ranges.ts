@@ -6,7 +6,7 @@
  * publishing and before committing is then counted again over exactly the same range, into
  * events with the same identity, which the reconciler counts once.
  */
-import type { ZkLogger } from './logger.js';
+import type { Logger } from '@klog/logger';
 import { auditRangePath, auditWindowPath, type BrokerPartition } from './paths.js';
 import type { ZkClient } from './zk-client.js';
 
@@ -18,11 +18,11 @@ export interface OffsetRange {
 
 /** Reads and writes `/consumers/<group>/audit` (see the file comment and paths.ts). */
 export class AuditRangeRegistry {
-  private readonly logger: ZkLogger;
+  private readonly logger: Logger;
 
   constructor(
     private readonly zk: ZkClient,
-    options: { logger?: ZkLogger } = {},
+    options: { logger?: Logger } = {},
   ) {
     this.logger = options.logger ?? zk.logger;
   }

@@ -13,7 +13,7 @@
  */
 import { hostname } from 'node:os';
 import { BrokerIdInUseError, ZkError, ZkNodeExistsError } from './errors.js';
-import type { ZkLogger } from './logger.js';
+import type { Logger } from '@klog/logger';
 import {
   brokerIdPath,
   brokerIdsPath,
@@ -99,11 +99,11 @@ export interface RegisterBrokerOptions {
 
 /** Reads and writes `/brokers/ids` and `/brokers/topics` (SPEC §4). */
 export class BrokerRegistry {
-  private readonly logger: ZkLogger;
+  private readonly logger: Logger;
 
   constructor(
     private readonly zk: ZkClient,
-    options: { logger?: ZkLogger } = {},
+    options: { logger?: Logger } = {},
   ) {
     this.logger = options.logger ?? zk.logger;
   }

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ZkError } from './errors.js';
-import type { ZkLogger } from './logger.js';
+import type { Logger } from '@klog/logger';
 import { checkGroup, checkTopic, consumerIdPath, consumerIdsPath, consumersPath } from './paths.js';
 import type { ZkClient, ZkWatch } from './zk-client.js';
 
@@ -66,11 +66,11 @@ export function consumerThreadIds(consumerId: string, streams: number): string[]
 
 /** Reads and writes `/consumers/<group>/ids` (SPEC §4). */
 export class ConsumerRegistry {
-  private readonly logger: ZkLogger;
+  private readonly logger: Logger;
 
   constructor(
     private readonly zk: ZkClient,
-    options: { logger?: ZkLogger } = {},
+    options: { logger?: Logger } = {},
   ) {
     this.logger = options.logger ?? zk.logger;
   }

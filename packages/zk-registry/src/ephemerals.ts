@@ -15,7 +15,7 @@
 import { Backoff, sleep, type BackoffOptions } from '@klog/retry';
 import { parentPath } from './connect-string.js';
 import { ZkBadVersionError, ZkError, ZkErrorCode, ZkNodeExistsError } from './errors.js';
-import type { ZkLogger } from './logger.js';
+import type { Logger } from '@klog/logger';
 import type { ZkNode, ZkStat } from './zk-types.js';
 
 /** What the recipe needs of the client. */
@@ -34,7 +34,7 @@ export interface EphemeralOps {
   /** Resolves true once connected, false when the client closed. */
   untilConnected(): Promise<boolean>;
   isClosed(): boolean;
-  readonly logger: ZkLogger;
+  readonly logger: Logger;
   readonly backoff: BackoffOptions;
   onConflict(path: string, owner: string | undefined): void;
 }

@@ -9,7 +9,6 @@
  * Test helpers live in `@klog/zk-registry/testing`.
  */
 export * from './errors.js';
-export * from './logger.js';
 export * from './paths.js';
 export * from './zk-client.js';
 export * from './broker-registry.js';

@@ -7,7 +7,7 @@
  * warning, so that the consumer falls back to its `auto.offset.reset` policy.
  */
 import { ZkError } from './errors.js';
-import type { ZkLogger } from './logger.js';
+import type { Logger } from '@klog/logger';
 import { offsetPath, offsetsGroupPath, offsetsPath, parsePartitionName, type BrokerPartition } from './paths.js';
 import type { OwnershipFence } from './ownership.js';
 import type { ZkClient } from './zk-client.js';
@@ -28,11 +28,11 @@ export function parseOffset(value: string): number | undefined {
 
 /** Commits and reads `/consumers/<group>/offsets` (SPEC §4). */
 export class OffsetRegistry {
-  private readonly logger: ZkLogger;
+  private readonly logger: Logger;
 
   constructor(
     private readonly zk: ZkClient,
-    options: { logger?: ZkLogger } = {},
+    options: { logger?: Logger } = {},
   ) {
     this.logger = options.logger ?? zk.logger;
   }

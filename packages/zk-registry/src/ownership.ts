@@ -9,7 +9,7 @@
 import { ZkNodeExistsError } from './errors.js';
 import { ownerPath, ownersGroupPath, ownersPath, parsePartitionName, type BrokerPartition } from './paths.js';
 import type { ZkClient } from './zk-client.js';
-import type { ZkLogger } from './logger.js';
+import type { Logger } from '@klog/logger';
 
 /** Who owns one partition. */
 export interface PartitionOwner extends BrokerPartition {
@@ -34,11 +34,11 @@ export interface OwnershipFence {
 
 /** Claims, releases and reads `/consumers/<group>/owners` (SPEC §4). */
 export class OwnershipRegistry {
-  private readonly logger: ZkLogger;
+  private readonly logger: Logger;
 
   constructor(
     private readonly zk: ZkClient,
-    options: { logger?: ZkLogger } = {},
+    options: { logger?: Logger } = {},
   ) {
     this.logger = options.logger ?? zk.logger;
   }

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { connect as netConnect } from 'node:net';
-import { silentLogger } from './logger.js';
+import { silentLogger } from '@klog/logger';
 import { createRawConnection } from './zk-adapter.js';
 import { parseConnectString, ZkClient, type ZkSessionCredentials } from './zk-client.js';
 

@@ -9,7 +9,7 @@
 import type { Client as RawClient, Stat as RawStat } from 'node-zookeeper-client';
 import { Backoff, sleep, type BackoffOptions } from '@klog/retry';
 import { ZkClosedError, ZkNoNodeError } from './errors.js';
-import type { ZkLogger } from './logger.js';
+import type { Logger } from '@klog/logger';
 import type { Invoke } from './zk-session.js';
 import type { ZkWatch } from './zk-types.js';
 
@@ -18,7 +18,7 @@ export interface WatchOps {
   /** Runs a request with the client's retries (see `SessionManager.request`). */
   request<T>(what: string, path: string, invoke: Invoke<T>): Promise<T>;
   isClosed(): boolean;
-  readonly logger: ZkLogger;
+  readonly logger: Logger;
   readonly backoff: BackoffOptions;
 }
 

@@ -38,7 +38,7 @@ import type { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import zookeeper from 'node-zookeeper-client';
 import type { Client, Option } from 'node-zookeeper-client';
-import type { ZkLogger } from './logger.js';
+import type { Logger } from '@klog/logger';
 
 /** The private part of the library's connection manager that the workarounds touch. */
 interface ConnectionManagerInternals extends EventEmitter {
@@ -65,7 +65,7 @@ export interface RawConnectionOptions {
   /** Take over this session (workaround 6); both or neither. */
   readonly sessionId?: Buffer;
   readonly sessionPassword?: Buffer;
-  readonly logger: ZkLogger;
+  readonly logger: Logger;
 }
 
 /** Handshake refusals in a row (workaround 5). */

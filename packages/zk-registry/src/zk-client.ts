@@ -33,7 +33,7 @@ import type { BackoffOptions } from '@klog/retry';
 import { joinPath, parentPath, parseConnectString } from './connect-string.js';
 import { EphemeralRegistrations } from './ephemerals.js';
 import { ZkBadVersionError, ZkError, ZkErrorCode, ZkNoNodeError, ZkNodeExistsError } from './errors.js';
-import { silentLogger, type ZkLogger } from './logger.js';
+import { type Logger, silentLogger } from '@klog/logger';
 import { PersistentWatches } from './watches.js';
 import { commitTransaction, type TransactionOp } from './zk-adapter.js';
 import { SessionManager, type Invoke } from './zk-session.js';
@@ -68,7 +68,7 @@ export class ZkClient extends EventEmitter {
   /** The session timeout asked for, ms. */
   readonly sessionTimeoutMs: number;
   /** The logger given in the options (silent by default); the registries log to it too. */
-  readonly logger: ZkLogger;
+  readonly logger: Logger;
 
   private readonly options: ZkClientOptions;
   private readonly sessions: SessionManager;

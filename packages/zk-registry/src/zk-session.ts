@@ -21,7 +21,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { Client as RawClient, State as RawState } from 'node-zookeeper-client';
 import { Backoff, backoffDelayMs, retry, sleep, type BackoffOptions } from '@klog/retry';
 import { ZkClosedError, ZkConnectError, ZkErrorCode, ZkSessionExpiredError, ZkTimeoutError } from './errors.js';
-import type { ZkLogger } from './logger.js';
+import type { Logger } from '@klog/logger';
 import { createRawConnection, type RawConnection, type RefusalStreak } from './zk-adapter.js';
 import { rawCode, toZkError, type ZkClientEvents } from './zk-types.js';
 
@@ -60,7 +60,7 @@ export interface SessionSettings {
   readonly connectTimeoutMs: number;
   readonly operationTimeoutMs: number;
   readonly backoff: BackoffOptions;
-  readonly logger: ZkLogger;
+  readonly logger: Logger;
   /** Emits the client's public events. */
   readonly emit: <K extends keyof ZkClientEvents>(event: K, ...args: Parameters<ZkClientEvents[K]>) => void;
   /** Runs on a new session after an expiry, before `session` is emitted. */

@@ -11,7 +11,7 @@ import {
   ZkNodeExistsError,
   ZkSessionExpiredError,
 } from './errors.js';
-import type { ZkLogger } from './logger.js';
+import type { Logger } from '@klog/logger';
 
 /** Options of {@link ZkClient.connect}. All durations are milliseconds. */
 export interface ZkClientOptions {
@@ -26,7 +26,7 @@ export interface ZkClientOptions {
   /** Largest reconnect / retry delay. Default a third of the session timeout, at least 250 and at most 2000. */
   retryMaxDelayMs?: number;
   /** Where connection, session and retry events are logged (pino-compatible). Default: silent. */
-  logger?: ZkLogger;
+  logger?: Logger;
 }
 
 /** Metadata of a znode (ZooKeeper's `Stat`), as klog uses it. */

@@ -1,6 +1,7 @@
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { afterEach } from 'vitest';
-import { ZkClient, type ZkClientOptions, type ZkLogger } from '../src/index.js';
+import type { Logger } from '@klog/logger';
+import { ZkClient, type ZkClientOptions } from '../src/index.js';
 import { removeChroot, testConnectString, testZooKeeper } from '../src/testing.js';
 
 /** One captured log entry. */
@@ -11,7 +12,7 @@ export interface LogEntry {
 }
 
 /** A logger that keeps what it is given. */
-export function captureLogger(): ZkLogger & { entries: LogEntry[]; messages(level: LogEntry['level']): string[] } {
+export function captureLogger(): Logger & { entries: LogEntry[]; messages(level: LogEntry['level']): string[] } {
   const entries: LogEntry[] = [];
   const at = (level: LogEntry['level']) => (obj: object, msg?: string) => void entries.push({ level, msg: msg ?? '', obj });
   return {

@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:net';
 import zookeeper, { type Client } from 'node-zookeeper-client';
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../src/index.js';
+import { silentLogger } from '@klog/logger';
 import { commitTransaction, createRawConnection, type RawConnection } from '../src/zk-adapter.js';
 import { captureLogger, connectClient, CuttableProxy, freshChroot, onCleanup, waitFor } from './helpers.js';
 

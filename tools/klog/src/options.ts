@@ -2,9 +2,17 @@
  * Parsers for command-line values. Each throws commander's InvalidArgumentError, which commander
  * reports as one line naming the option and the value.
  */
-import { InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type BrokerAddress, KlogError, parseBrokerAddress, parseBrokerList } from '@klog/client';
 import { validateTopic } from '@klog/protocol';
+
+/**
+ * Options given that do not go together, or one that is missing (a usage error: exit code 2, see
+ * cli.ts), found once commander has parsed the command line.
+ */
+export class UsageError extends KlogError {
+  override readonly name: string = 'UsageError';
+}
 
 /** An integer ≥ `min` (and ≤ `max`); accepts `1k`, `1M`, `1G` suffixes for byte sizes when `sizes` is set. */
 export function intParser(min: number, max = Number.MAX_SAFE_INTEGER, sizes = false): (value: string) => number {
@@ -84,4 +92,31 @@ export function parseCompression(value: string): 'none' | 'gzip' {
 export function parseNonEmpty(value: string): string {
   if (value === '') throw new InvalidArgumentError('must not be empty.');
   return value;
+}
+
+/**
+ * Both spellings of the broker option, as Kafka's tools taught them: `--broker-list` and
+ * `--broker` name the same thing on every command that takes brokers. `alias` is the option the
+ * command accepts besides its own `primary` one (hidden from the help, which names it); the
+ * `preAction` hook this returns moves the alias's value to the primary option, refuses both at
+ * once, and, when `required`, refuses neither — each a usage error (exit code 2).
+ */
+export function brokerSpellings(primary: 'broker' | 'brokerList', required: boolean): (thisCommand: Command, actionCommand: Command) => void {
+  const alias = primary === 'broker' ? 'brokerList' : 'broker';
+  const flag = (name: string): string => (name === 'broker' ? '--broker' : '--broker-list');
+  return (_thisCommand, command) => {
+    const opts = command.opts<Record<string, unknown>>();
+    if (opts[alias] !== undefined) {
+      if (opts[primary] !== undefined) command.error(`error: give one of ${flag(primary)} and ${flag(alias)} (they are the same option)`, { exitCode: 2 });
+      command.setOptionValueWithSource(primary, opts[alias], 'cli');
+      command.setOptionValueWithSource(alias, undefined, 'default');
+    } else if (required && opts[primary] === undefined) {
+      command.error(`error: required option '${flag(primary)}' not specified`, { exitCode: 2 });
+    }
+  };
+}
+
+/** The hidden option of the other broker spelling (see {@link brokerSpellings}), parsed as the primary one is. */
+export function brokerAliasOption(primary: 'broker' | 'brokerList', parse: (value: string) => unknown): Option {
+  return new Option(primary === 'broker' ? '--broker-list <host:port>' : '--broker <host:port,...>').argParser(parse).hideHelp();
 }

@@ -33,10 +33,12 @@ export interface ProgressOptions {
    */
   readonly total?: number;
   /**
-   * The text drawn after the bar, built at each redraw. Called only while the bar is drawn; it
-   * should be cheap and must not throw. The line is cut to the terminal's width.
+   * The text drawn after the bar, built at each redraw: one string, or fields in order of
+   * importance. Called only while the bar is drawn; it should be cheap and must not throw. The
+   * line is made to fit the terminal's width: the last fields go first, then the bar; a single
+   * string too long for the terminal is cut.
    */
-  readonly status: (view: ProgressView) => string;
+  readonly status: (view: ProgressView) => string | readonly string[];
   /** Where to draw and log. Default: process.stderr. */
   readonly stream?: ProgressStream;
   /**
@@ -124,9 +126,8 @@ class LiveProgress implements Progress {
       gracefulExit: false,
       format: (opts, params) => {
         const text = status({ value: params.value, total: this.hasBar ? params.total : undefined, seconds: (performance.now() - this.started) / 1000 });
-        if (!this.hasBar) return text;
-        const percent = `${Math.floor(params.progress * 100)}%`.padStart(4);
-        return `[${cliProgress.Format.BarFormat(params.progress, opts)}] ${percent}  ${text}`;
+        const bar = this.hasBar ? `[${cliProgress.Format.BarFormat(params.progress, opts)}] ${`${Math.floor(params.progress * 100)}%`.padStart(4)}  ` : '';
+        return fitLine(bar, typeof text === 'string' ? [text] : text, (stream.columns ?? 80) - 1);
       },
     });
     this.bar = this.multi.create(options.total ?? 0, 0);
@@ -179,6 +180,20 @@ class LiveProgress implements Progress {
     this.lastDraw = performance.now();
     this.multi.update();
   }
+}
+
+/**
+ * `bar` then as many of `fields` (joined by two spaces) as fit in `width` characters: the last
+ * fields are left out first, then the bar; the first field alone is cut to the width.
+ */
+export function fitLine(bar: string, fields: readonly string[], width: number): string {
+  for (const prefix of bar === '' ? [''] : [bar, '']) {
+    for (let n = fields.length; n >= 1; n--) {
+      const line = prefix + fields.slice(0, n).join('  ');
+      if (line.length <= width) return line;
+    }
+  }
+  return (fields[0] ?? bar).slice(0, Math.max(0, width));
 }
 
 /**

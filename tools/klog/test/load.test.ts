@@ -14,8 +14,9 @@ import { pino } from 'pino';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { id, klog, waitForRegistration, payloads, perPartition, produce, readDataFile, readRuns, type Run, type Sent } from './load-helpers.js';
 
-function expectOneLineError(r: Run, pattern: RegExp): void {
-  expect(r.code, r.stderr).toBe(1);
+/** One line on stderr and exit code `code`: 1 for a failure at run time, 2 for a usage error (README, "Exit codes"). */
+function expectOneLineError(r: Run, pattern: RegExp, code = 1): void {
+  expect(r.code, r.stderr).toBe(code);
   expect(r.stderr.trimEnd().split('\n'), r.stderr).toHaveLength(1);
   expect(r.stderr).toMatch(pattern);
 }
@@ -235,8 +236,8 @@ describe('klog load', () => {
     await startBrokers();
     await produce(zookeeper, brokers, 'events', payloads('e', 4));
     expectOneLineError(await load('--topic', 'nothing.*'), /no topic in ZooKeeper matches \^\(\?:nothing\.\*\)\$/);
-    expectOneLineError(await load('--topic', '('), /--topic/);
-    expectOneLineError(await load('--topic', 'events', '--format', 'csv'), /--format/);
+    expectOneLineError(await load('--topic', '('), /--topic/, 2);
+    expectOneLineError(await load('--topic', 'events', '--format', 'csv'), /--format/, 2);
     expect(existsSync(join(out, 'run-00000001'))).toBe(false);
     const h = await klog(['load', '--help']);
     expect(h.code).toBe(0);

@@ -11,13 +11,14 @@ import {
   ErrorCode,
   errorCodeName,
   checkMessageAt,
+  encodeErrorResponse,
   encodeFetchErrorResponse,
   encodeFetchResponseHeader,
   encodeMultiFetchResponseHeader,
   type ErrorCodeValue,
   type FetchRequest,
 } from '@klog/protocol';
-import { FileRegion, OffsetOutOfRangeError, type Log } from '@klog/storage';
+import { FileRegion, LogOffsetOutOfRangeError, type Log } from '@klog/storage';
 import type { BrokerContext, ResponsePart } from './context.js';
 import { errorCodeOf } from './produce.js';
 
@@ -42,10 +43,10 @@ export function readFetch(ctx: BrokerContext, f: FetchRequest): FetchAnswer {
     if (f.offset === 0) return { errorCode: ErrorCode.None, region: FileRegion.empty(0) };
     return { errorCode: ErrorCode.OffsetOutOfRange, earliest: 0, end: 0 };
   }
-  if (f.partition >= count) return { errorCode: ErrorCode.WrongPartition };
+  const log = ctx.logs.getLog(f.topic, f.partition);
+  if (log === undefined) return { errorCode: ErrorCode.WrongPartition };
   let region: FileRegion | undefined;
   try {
-    const log = ctx.logs.getOrCreateLog(f.topic, f.partition);
     region = log.readRange(f.offset, f.maxBytes);
     const bad = firstMessageError(region, f.maxBytes);
     if (bad !== undefined) {
@@ -56,7 +57,7 @@ export function readFetch(ctx: BrokerContext, f: FetchRequest): FetchAnswer {
     return { errorCode: ErrorCode.None, region };
   } catch (err) {
     region?.release();
-    if (err instanceof OffsetOutOfRangeError) return { errorCode: ErrorCode.OffsetOutOfRange, earliest: err.earliest, end: err.end };
+    if (err instanceof LogOffsetOutOfRangeError) return { errorCode: ErrorCode.OffsetOutOfRange, earliest: err.earliest, end: err.end };
     ctx.logger.error({ topic: f.topic, partition: f.partition, offset: f.offset, err }, 'fetch failed');
     return { errorCode: errorCodeOf(err) };
   }
@@ -138,9 +139,33 @@ function fetchParts(ctx: BrokerContext, r: FetchAnswer): ResponsePart[] {
   return r.region.length === 0 ? [encodeFetchResponseHeader(0)] : [encodeFetchResponseHeader(r.region.length), r.region];
 }
 
-/** MULTIFETCH: one part per fetch (each framed as a FETCH response), in request order; no waiting. */
+/** Most bytes after the size field of one response frame: its `int32 size` (docs/format.md §5). */
+export const maxResponseFrameBytes = 0x7fffffff;
+/** Most bytes of one MULTIFETCH part besides its message set: `size int32 | errorCode int16 | earliest int64 | end int64`. */
+const multiFetchPartOverheadBytes = 4 + 2 + 16;
+
+/**
+ * MULTIFETCH: one part per fetch (each framed as a FETCH response), in request order; no
+ * waiting. The fetches' `maxBytes` together (with each part's framing) must fit one response
+ * frame, 2^31 − 1 bytes: that is checked before any segment is pinned, and a request past it is
+ * answered InvalidFetchSize as a whole (docs/format.md §9). The regions pinned are released if
+ * building the response fails.
+ */
 export function handleMultiFetch(ctx: BrokerContext, fetches: readonly FetchRequest[]): ResponsePart[] {
-  const parts = fetches.flatMap((f) => fetchParts(ctx, readFetch(ctx, f)));
-  const total = parts.reduce((n, p) => n + p.length, 0);
-  return [encodeMultiFetchResponseHeader(total), ...parts];
+  let most = 2;
+  for (const f of fetches) most += multiFetchPartOverheadBytes + Math.max(0, f.maxBytes);
+  if (most > maxResponseFrameBytes) {
+    ctx.metrics.error(errorCodeName(ErrorCode.InvalidFetchSize));
+    ctx.logger.warn({ fetches: fetches.length, maxBytes: most, limit: maxResponseFrameBytes }, 'multifetch asks for more than one response can carry');
+    return [encodeErrorResponse(ErrorCode.InvalidFetchSize)];
+  }
+  const parts: ResponsePart[] = [];
+  try {
+    for (const f of fetches) parts.push(...fetchParts(ctx, readFetch(ctx, f)));
+    const total = parts.reduce((n, p) => n + p.length, 0);
+    return [encodeMultiFetchResponseHeader(total), ...parts];
+  } catch (err) {
+    for (const p of parts) if (!Buffer.isBuffer(p)) p.release();
+    throw err;
+  }
 }

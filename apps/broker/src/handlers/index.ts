@@ -3,7 +3,7 @@
  * decode gets an error response, except a fire-and-forget PRODUCE, which has no response and
  * is logged instead.
  */
-import { ErrorCode, type ErrorCodeValue, ProtocolError, RequestType, decodeRequest, encodeErrorResponse, errorCodeName } from '@klog/protocol';
+import { ErrorCode, type ErrorCodeValue, ProtocolError, type Request, type RequestDecoder, RequestType, encodeErrorResponse, errorCodeName } from '@klog/protocol';
 import type { BrokerContext, ResponsePart } from './context.js';
 import { handleFetch, handleMultiFetch } from './fetch.js';
 import { handleMetadata } from './metadata.js';
@@ -15,10 +15,10 @@ export { ProduceRun } from './produce.js';
 
 const typeNames = new Map<number, string>(Object.entries(RequestType).map(([k, v]) => [v, k]));
 
-/** Decodes a frame; one that does not decode is counted and logged, and its error code returned. */
-function decodeCounted(ctx: BrokerContext, frame: Buffer, type: number): { request: ReturnType<typeof decodeRequest> } | { code: ErrorCodeValue } {
+/** Decodes a frame with the connection's decoder; one that does not decode is counted and logged, and its error code returned. */
+function decodeCounted(ctx: BrokerContext, decoder: RequestDecoder, frame: Buffer, type: number): { request: Request } | { code: ErrorCodeValue } {
   try {
-    return { request: decodeRequest(frame) };
+    return { request: decoder.decode(frame) };
   } catch (err) {
     const code = err instanceof ProtocolError ? err.code : ErrorCode.InvalidRequest;
     ctx.metrics.error(errorCodeName(code));
@@ -30,39 +30,52 @@ function decodeCounted(ctx: BrokerContext, frame: Buffer, type: number): { reque
 /**
  * Handles `frame` (`type int16 | body`) when it is a fire-and-forget PRODUCE or MULTIPRODUCE,
  * adding its message sets to `run` (which appends them, see {@link ProduceRun}); such a request
- * has no response. A frame that does not decode is logged and counted.
- * @returns true when the frame was such a request, false (having done nothing) for any other
+ * has no response. A frame that does not decode is logged and counted. `decoder` is the
+ * connection's own (see RequestDecoder).
+ * @returns false (having done nothing) for any other request; true when the frame was such a
+ *   request and is taken; a promise (never rejecting) when it names a topic being created: wait
+ *   for it before the next frame, so appends keep arrival order
  */
-export function handleFireAndForget(ctx: BrokerContext, frame: Buffer, run: ProduceRun): boolean {
+export function handleFireAndForget(ctx: BrokerContext, decoder: RequestDecoder, frame: Buffer, run: ProduceRun): boolean | Promise<void> {
   const type = frame.length >= 2 ? frame.readInt16BE(0) : -1;
   if (type !== RequestType.Produce && type !== RequestType.MultiProduce) return false;
   ctx.metrics.request(typeNames.get(type)!);
-  const decoded = decodeCounted(ctx, frame, type);
+  const decoded = decodeCounted(ctx, decoder, frame, type);
   if (!('request' in decoded)) return true;
   const { request } = decoded;
-  if (request.type === RequestType.Produce) run.add(request.produce);
-  else if (request.type === RequestType.MultiProduce) for (const p of request.produces) run.add(p);
+  if (request.type === RequestType.Produce) return run.add(request.produce) ?? true;
+  if (request.type !== RequestType.MultiProduce) return true;
+  const produces = request.produces;
+  for (let i = 0; i < produces.length; i++) {
+    const waiting = run.add(produces[i]!);
+    if (waiting !== undefined) {
+      return (async () => {
+        await waiting;
+        for (let j = i + 1; j < produces.length; j++) await run.add(produces[j]!);
+      })();
+    }
+  }
   return true;
 }
 
 /**
- * Handles one frame (`type int16 | body`), timing it when it has a response
- * (`klog_request_duration_seconds`).
+ * Handles one frame (`type int16 | body`), decoded with the connection's `decoder`, timing it
+ * when it has a response (`klog_request_duration_seconds`).
  * @returns the response as parts to send in order (buffers and pinned file regions, which the
  *   caller must release), or `undefined` when the request has no response
  */
-export async function handleRequest(ctx: BrokerContext, frame: Buffer): Promise<ResponsePart[] | undefined> {
+export async function handleRequest(ctx: BrokerContext, decoder: RequestDecoder, frame: Buffer): Promise<ResponsePart[] | undefined> {
   const type = frame.length >= 2 ? frame.readInt16BE(0) : -1;
   const name = typeNames.get(type) ?? 'Unknown';
   ctx.metrics.request(name);
   const started = performance.now();
-  const response = await respond(ctx, frame, type);
+  const response = await respond(ctx, decoder, frame, type);
   if (response !== undefined) ctx.metrics.requestDone(name, performance.now() - started);
   return response;
 }
 
-async function respond(ctx: BrokerContext, frame: Buffer, type: number): Promise<ResponsePart[] | undefined> {
-  const decoded = decodeCounted(ctx, frame, type);
+async function respond(ctx: BrokerContext, decoder: RequestDecoder, frame: Buffer, type: number): Promise<ResponsePart[] | undefined> {
+  const decoded = decodeCounted(ctx, decoder, frame, type);
   if (!('request' in decoded)) {
     if (type === RequestType.Produce || type === RequestType.MultiProduce) return undefined;
     return [encodeErrorResponse(decoded.code)];
@@ -70,10 +83,10 @@ async function respond(ctx: BrokerContext, frame: Buffer, type: number): Promise
   const { request } = decoded;
   switch (request.type) {
     case RequestType.Produce:
-      handleProduce(ctx, [request.produce]);
+      await handleProduce(ctx, [request.produce]);
       return undefined;
     case RequestType.MultiProduce:
-      handleProduce(ctx, request.produces);
+      await handleProduce(ctx, request.produces);
       return undefined;
     case RequestType.ProduceAck:
       return [await handleProduceAck(ctx, request.produceAck)];

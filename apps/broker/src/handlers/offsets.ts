@@ -15,5 +15,10 @@ export function handleOffsets(ctx: BrokerContext, r: OffsetsRequest): Buffer {
     ctx.metrics.error(errorCodeName(ErrorCode.WrongPartition));
     return encodeErrorResponse(ErrorCode.WrongPartition);
   }
-  return encodeOffsetsResponse(ctx.logs.getOrCreateLog(r.topic, r.partition).offsetsBefore(r.time, r.maxOffsets));
+  const log = ctx.logs.getLog(r.topic, r.partition);
+  if (log === undefined) {
+    ctx.metrics.error(errorCodeName(ErrorCode.WrongPartition));
+    return encodeErrorResponse(ErrorCode.WrongPartition);
+  }
+  return encodeOffsetsResponse(log.offsetsBefore(r.time, r.maxOffsets));
 }

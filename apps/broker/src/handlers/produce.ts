@@ -25,6 +25,7 @@ import {
   type ProduceAckRequest,
   type ProduceAckResult,
 } from '@klog/protocol';
+import { WrongPartitionError, type Log } from '@klog/storage';
 import type { BrokerContext } from './context.js';
 
 /** Most bytes a {@link ProduceRun} gathers for one append. */
@@ -38,29 +39,38 @@ export const maxRunBytes = 1024 * 1024;
 let runBuffer: Buffer | undefined;
 
 /**
- * Appends one partition's message set.
- * @returns where it landed
- * @throws ProtocolError (InvalidMessage, MessageSizeTooLarge) or WrongPartitionError; nothing is appended then
+ * Appends one partition's message set, creating the topic first when it is new (and
+ * `auto.create.topics.enable` allows).
+ * @returns where it landed, and the log
+ * @throws ProtocolError (InvalidMessage, MessageSizeTooLarge), WrongPartitionError,
+ *   UnknownTopicError, TooManyPartitionsError or DiskFullError; nothing is appended then
  */
-export function appendMessages(ctx: BrokerContext, p: PartitionMessages): { offset: number; nextOffset: number } {
+export async function appendMessages(ctx: BrokerContext, p: PartitionMessages): Promise<{ offset: number; nextOffset: number; log: Log }> {
   const count = validateMessageSet(p.messages, ctx.config.maxMessageBytes);
-  const log = ctx.logs.getOrCreateLog(p.topic, p.partition);
-  if (count === 0) return { offset: log.logEndOffset, nextOffset: log.logEndOffset };
-  const result = log.append(p.messages, count);
+  const log = ctx.logs.getLog(p.topic, p.partition) ?? (await ctx.logs.getOrCreateLog(p.topic, p.partition));
+  if (count === 0) return { offset: log.logEndOffset, nextOffset: log.logEndOffset, log };
+  const { offset, nextOffset } = log.append(p.messages, count);
   ctx.metrics.messagesIn(p.topic, count, p.messages.length);
-  return result;
+  return { offset, nextOffset, log };
 }
 
 /** Fire-and-forget produce: a rejected set is logged (there is no response to carry an error). */
-export function handleProduce(ctx: BrokerContext, produces: readonly PartitionMessages[]): void {
+export async function handleProduce(ctx: BrokerContext, produces: readonly PartitionMessages[]): Promise<void> {
   const run = new ProduceRun(ctx);
-  for (const p of produces) run.add(p);
+  for (const p of produces) await run.add(p);
   run.flush();
 }
 
-function rejected(ctx: BrokerContext, p: PartitionMessages, err: unknown): void {
-  ctx.metrics.error(errorCodeName(errorCodeOf(err)));
-  ctx.logger.warn({ topic: p.topic, partition: p.partition, bytes: p.messages.length, err: (err as Error).message }, 'produce rejected');
+/**
+ * Logs and counts (`klog_errors_total` by code) a set that was not appended. A full disk is
+ * logged at error, with the log dir: an operator must act.
+ */
+export function rejected(ctx: BrokerContext, p: PartitionMessages, err: unknown): void {
+  const code = errorCodeOf(err);
+  ctx.metrics.error(errorCodeName(code));
+  const entry = { topic: p.topic, partition: p.partition, bytes: p.messages.length, code: errorCodeName(code), err: (err as Error).message };
+  if (code === ErrorCode.DiskFull) ctx.logger.error({ ...entry, logDir: ctx.config.logDir }, 'disk full: produce rejected');
+  else ctx.logger.warn(entry, 'produce rejected');
 }
 
 /**
@@ -88,26 +98,37 @@ export class ProduceRun {
     return this.sets.length > 0;
   }
 
-  /** Adds one set, appending what was gathered first when it is for another partition or the run is full. */
-  add(p: PartitionMessages): void {
+  /**
+   * Adds one set, appending what was gathered first when it is for another partition or the run
+   * is full.
+   * @returns undefined when the set was taken at once; a promise when its partition's topic is
+   *   being created (off the event loop): the caller waits for it before adding more, so sets
+   *   stay in arrival order. Never rejects: a set that cannot be appended is logged.
+   */
+  add(p: PartitionMessages): Promise<void> | undefined {
     const set = p.messages;
     let count: number;
     try {
       count = validateMessageSetFraming(set, this.ctx.config.maxMessageBytes);
     } catch (err) {
       rejected(this.ctx, p, err);
-      return;
+      return undefined;
     }
     if (this.sets.length > 0 && (p.topic !== this.topic || p.partition !== this.partition || this.bytes + set.length > maxRunBytes)) this.flush();
-    if (count === 0) {
-      // An empty set appends nothing but creates the partition, as a produce to it does.
-      try {
-        this.ctx.logs.getOrCreateLog(p.topic, p.partition);
-      } catch (err) {
-        rejected(this.ctx, p, err);
-      }
-      return;
+    if (this.ctx.logs.getLog(p.topic, p.partition) === undefined) {
+      // A new topic: created first (even by an empty set, as a produce to it does), then gathered.
+      return this.ctx.logs.getOrCreateLog(p.topic, p.partition).then(
+        () => this.#gather(p, count),
+        (err: unknown) => rejected(this.ctx, p, err),
+      );
     }
+    this.#gather(p, count);
+    return undefined;
+  }
+
+  #gather(p: PartitionMessages, count: number): void {
+    if (count === 0) return;
+    const set = p.messages;
     this.topic = p.topic;
     this.partition = p.partition;
     this.sets.push(set);
@@ -159,7 +180,8 @@ export class ProduceRun {
   private append(topic: string, partition: number, messages: Buffer, count: number): void {
     if (count === 0) return;
     try {
-      const log = this.ctx.logs.getOrCreateLog(topic, partition);
+      const log = this.ctx.logs.getLog(topic, partition);
+      if (log === undefined) throw new WrongPartitionError(topic, partition, this.ctx.logs.partitionCount(topic) ?? 0);
       log.append(messages, count);
       this.ctx.metrics.messagesIn(topic, count, messages.length);
     } catch (err) {
@@ -174,13 +196,12 @@ export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckReques
   const flushes: Promise<void>[] = [];
   for (const p of req.partitions) {
     try {
-      const { offset, nextOffset } = appendMessages(ctx, p);
+      const { offset, nextOffset, log } = await appendMessages(ctx, p);
       results.push({ topic: p.topic, partition: p.partition, errorCode: ErrorCode.None, offset, nextOffset });
-      if (req.acks === AckLevel.Flushed) flushes.push(ctx.logs.getOrCreateLog(p.topic, p.partition).flushedThrough(nextOffset));
+      if (req.acks === AckLevel.Flushed) flushes.push(log.flushedThrough(nextOffset));
     } catch (err) {
+      rejected(ctx, p, err);
       const errorCode = errorCodeOf(err);
-      ctx.metrics.error(errorCodeName(errorCode));
-      ctx.logger.warn({ topic: p.topic, partition: p.partition, err: (err as Error).message }, 'produce rejected');
       // For a message over the limit, nextOffset carries the limit (docs/format.md §11), so the producer can say which.
       const nextOffset = errorCode === ErrorCode.MessageSizeTooLarge ? ctx.config.maxMessageBytes : -1;
       results.push({ topic: p.topic, partition: p.partition, errorCode, offset: -1, nextOffset });

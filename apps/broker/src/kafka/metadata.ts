@@ -43,8 +43,10 @@ export async function handleKafkaMetadata(k: KafkaContext, h: RequestHeader, r: 
 async function describeTopic(k: KafkaContext, name: string, create: boolean): Promise<MetadataTopic> {
   try {
     let parts = await k.topology.partitions(name);
-    if (parts.length === 0 && create) {
-      k.broker.logs.createTopic(name);
+    // Kafka's own rule: a Metadata request creates a topic only under auto.create.topics.enable,
+    // and only within max.partitions (createTopic refuses past it).
+    if (parts.length === 0 && create && k.broker.config.autoCreateTopics) {
+      await k.broker.logs.createTopic(name);
       parts = await k.topology.partitions(name);
     }
     if (parts.length === 0) return { errorCode: KafkaErrorCode.UnknownTopicOrPartition, name, partitions: [] };
@@ -72,7 +74,7 @@ async function createTopic(k: KafkaContext, t: { name: string; numPartitions: nu
   if (t.numPartitions === 0 || t.numPartitions < -1 || t.numPartitions > maxCreatePartitions) return KafkaErrorCode.InvalidPartitions;
   try {
     if ((await k.topology.partitions(t.name)).length > 0) return KafkaErrorCode.TopicAlreadyExists;
-    k.broker.logs.createTopic(t.name, t.numPartitions === -1 ? k.broker.config.numPartitions : t.numPartitions);
+    await k.broker.logs.createTopic(t.name, t.numPartitions === -1 ? k.broker.config.numPartitions : t.numPartitions);
     return KafkaErrorCode.None;
   } catch (err) {
     return kafkaErrorOf(err);

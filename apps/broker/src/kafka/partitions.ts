@@ -1,7 +1,7 @@
 /** From a Kafka (topic, partition) to this broker's log of it, and klog's errors as Kafka's. */
 import { ErrorCode } from '@klog/protocol';
 import { KafkaErrorCode, KafkaProtocolError, type KafkaErrorCodeValue } from '@klog/kafka-protocol';
-import { InvalidTopicError, OffsetOutOfRangeError, WrongPartitionError, type Log } from '@klog/storage';
+import { InvalidTopicError, LogOffsetOutOfRangeError, WrongPartitionError, type Log } from '@klog/storage';
 import type { KafkaContext } from './context.js';
 
 /** A partition's log, or the Kafka error that says why there is none here. */
@@ -18,13 +18,13 @@ export async function localLog(k: KafkaContext, topic: string, partition: number
     const parts = await k.topology.partitions(topic);
     if (parts.length === 0) {
       const creatable = create && !k.topology.clustered && partition >= 0 && partition < k.broker.config.numPartitions;
-      if (creatable) return { log: k.broker.logs.getOrCreateLog(topic, partition) };
+      if (creatable) return { log: await k.broker.logs.getOrCreateLog(topic, partition) };
       return { errorCode: KafkaErrorCode.UnknownTopicOrPartition };
     }
     const bp = parts[partition];
     if (bp === undefined) return { errorCode: KafkaErrorCode.UnknownTopicOrPartition };
     if (bp.brokerId !== k.topology.self.nodeId) return { errorCode: KafkaErrorCode.NotLeaderForPartition };
-    return { log: k.broker.logs.getOrCreateLog(topic, bp.partition) };
+    return { log: await k.broker.logs.getOrCreateLog(topic, bp.partition) };
   } catch (err) {
     return { errorCode: kafkaErrorOf(err) };
   }
@@ -35,11 +35,11 @@ export function kafkaErrorOf(err: unknown): KafkaErrorCodeValue {
   if (err instanceof KafkaProtocolError) return err.code;
   if (err instanceof InvalidTopicError) return KafkaErrorCode.InvalidTopicException;
   if (err instanceof WrongPartitionError) return KafkaErrorCode.UnknownTopicOrPartition;
-  if (err instanceof OffsetOutOfRangeError) return KafkaErrorCode.OffsetOutOfRange;
+  if (err instanceof LogOffsetOutOfRangeError) return KafkaErrorCode.OffsetOutOfRange;
   const code = (err as { code?: unknown } | undefined)?.code;
   if (code === ErrorCode.MessageSizeTooLarge) return KafkaErrorCode.MessageTooLarge;
   if (code === ErrorCode.InvalidMessage) return KafkaErrorCode.CorruptMessage;
   if (code === ErrorCode.InvalidTopic) return KafkaErrorCode.InvalidTopicException;
-  if (code === ErrorCode.WrongPartition) return KafkaErrorCode.UnknownTopicOrPartition;
+  if (code === ErrorCode.WrongPartition || code === ErrorCode.UnknownTopic) return KafkaErrorCode.UnknownTopicOrPartition;
   return KafkaErrorCode.UnknownServerError;
 }

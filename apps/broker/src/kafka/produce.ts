@@ -31,7 +31,7 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
       try {
         const messages = await decodeKafkaMessageSet(p.records, { maxInnerBytes: k.broker.config.maxRequestBytes });
         const set = klogMessageSetOf(messages);
-        const { offset, nextOffset } = appendMessages(k.broker, { topic: t.name, partition: local.log.partition, messages: set });
+        const { offset, nextOffset } = await appendMessages(k.broker, { topic: t.name, partition: local.log.partition, messages: set });
         if (acks === -1) flushes.push(local.log.flushedThrough(nextOffset));
         partitions.push({ partition: p.partition, errorCode: KafkaErrorCode.None, baseOffset: offset });
       } catch (err) {

@@ -10,15 +10,14 @@
  * the `autoOffsetReset` policy once, with a warning; a second one in a row pauses the partition
  * until the next rebalance instead of looping.
  */
-import type { ZkLogger } from '@klog/zk-registry';
+import type { Logger } from '@klog/logger';
 import { DecompressedTooLargeError, KlogConnectionError, MessageTooLargeError, OffsetOutOfRangeError } from '../errors.js';
 import { SimpleConsumer } from '../simple-consumer.js';
 import type { PartitionTopicInfo } from './message-stream.js';
 import { sleep } from '../sleep.js';
+import { type OffsetReset, resetOffset, resetOffsetWithin } from './offset-reset.js';
 import { Backoff } from '@klog/retry';
 
-/** Where a new partition starts when it has no valid committed offset (Kafka 0.7's `autooffset.reset`). */
-export type OffsetReset = 'smallest' | 'largest';
 
 /** Settings of a {@link BrokerFetcher}. */
 export interface FetcherOptions {
@@ -31,7 +30,7 @@ export interface FetcherOptions {
   /** Long-poll wait per fetch at the log end, in ms. */
   readonly maxWaitMs: number;
   readonly autoOffsetReset: OffsetReset;
-  readonly logger: ZkLogger;
+  readonly logger: Logger;
   /** Called with an error the application must see (a message larger than maxFetchBytes, a compressed set over maxDecompressedBytes). */
   readonly onFatal: (info: PartitionTopicInfo, error: Error) => void;
   /** Called when OffsetOutOfRange moved a partition's fetch position (see {@link OffsetResetEvent}). */
@@ -127,7 +126,7 @@ export class BrokerFetcher {
             return;
           }
           justReset = true;
-          const to = this.options.autoOffsetReset === 'smallest' ? error.earliest : error.end;
+          const to = resetOffsetWithin(this.options.autoOffsetReset, error);
           logger.warn(
             { ...where, offset: error.offset, earliest: error.earliest, end: error.end, resetTo: to, policy: this.options.autoOffsetReset },
             'offset out of range; applying the reset policy',
@@ -159,8 +158,6 @@ export class BrokerFetcher {
 
   /** The partition's earliest or latest offset, as `autoOffsetReset` says (an OFFSETS request). */
   private async resetOffset(consumer: SimpleConsumer, info: PartitionTopicInfo): Promise<number> {
-    return this.options.autoOffsetReset === 'smallest'
-      ? consumer.earliestOffset(info.topic, info.partition)
-      : consumer.latestOffset(info.topic, info.partition);
+    return resetOffset(this.options.autoOffsetReset, consumer, info.topic, info.partition);
   }
 }

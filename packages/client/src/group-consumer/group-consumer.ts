@@ -39,19 +39,19 @@ import {
   newConsumerId,
   offsetPath,
   parseOffset,
-  silentLogger,
   ZkBadVersionError,
   ZkNoNodeError,
   ZkSessionExpiredError,
   type BrokerInfo,
   type OwnershipFence,
-  type ZkLogger,
   type ZkSessionCredentials,
   type ZkWatch,
 } from '@klog/zk-registry';
+import { type Logger, silentLogger } from '@klog/logger';
 import { KlogError } from '../errors.js';
 import { defaultDecompressedBytesPerFetchByte, defaultFetchBytes, defaultMaxFetchBytes, SimpleConsumer } from '../simple-consumer.js';
-import { BrokerFetcher, type OffsetReset, type OffsetResetEvent } from './fetcher.js';
+import { BrokerFetcher, type OffsetResetEvent } from './fetcher.js';
+import { type OffsetReset, parseOffsetReset, resetOffset } from './offset-reset.js';
 import { sleep } from '../sleep.js';
 import { MessageQueue, defaultQueuedChunksMax, type GroupMessage, type MessageStream, type PartitionTopicInfo } from './message-stream.js';
 import { assignPartitions, comparePartitions, type PartitionRef } from './rebalance.js';
@@ -90,7 +90,7 @@ export interface GroupConsumerConfig {
   /** Fetched chunks a stream queues before its fetchers wait (back-pressure). Default 10. */
   queuedChunksMax?: number;
   /** pino-compatible logger. Default: silent. */
-  logger?: ZkLogger;
+  logger?: Logger;
   /**
    * Called when a fetch met OffsetOutOfRange and `autoOffsetReset` moved the partition's
    * position, e.g. retention deleted data from `from` up to `earliest` before it was consumed.
@@ -156,7 +156,7 @@ export class GroupConsumer {
   private readonly config: Required<Omit<GroupConsumerConfig, 'consumerId' | 'logger' | 'onOffsetReset' | 'beforeRelease'>>;
   private readonly onOffsetReset: GroupConsumerConfig['onOffsetReset'];
   private readonly beforeRelease: GroupConsumerConfig['beforeRelease'];
-  private readonly logger: ZkLogger;
+  private readonly logger: Logger;
 
   private zk: ZkClient | undefined;
   private brokers!: BrokerRegistry;
@@ -210,9 +210,7 @@ export class GroupConsumer {
       queuedChunksMax: config.queuedChunksMax ?? defaultQueuedChunksMax,
     };
     const c = this.config;
-    if (c.autoOffsetReset !== 'smallest' && c.autoOffsetReset !== 'largest') {
-      throw new RangeError(`autoOffsetReset ${String(c.autoOffsetReset)} must be 'smallest' or 'largest'`);
-    }
+    parseOffsetReset(c.autoOffsetReset, 'autoOffsetReset');
     positive('autoCommitIntervalMs', c.autoCommitIntervalMs);
     positive('fetchBytes', c.fetchBytes);
     positive('maxFetchBytes', c.maxFetchBytes);
@@ -515,10 +513,7 @@ export class GroupConsumer {
       if (!broker) continue;
       const consumer = new SimpleConsumer({ host: broker.host, port: broker.port, connectTimeoutMs: 2000, requestTimeoutMs: 5000 });
       try {
-        info.consumedOffset =
-          this.config.autoOffsetReset === 'smallest'
-            ? await consumer.earliestOffset(info.topic, info.partition)
-            : await consumer.latestOffset(info.topic, info.partition);
+        info.consumedOffset = await resetOffset(this.config.autoOffsetReset, consumer, info.topic, info.partition);
         this.logger.info(
           { topic: info.topic, brokerId: info.brokerId, partition: info.partition, offset: info.consumedOffset, policy: this.config.autoOffsetReset },
           'no valid committed offset; starting from the reset policy',

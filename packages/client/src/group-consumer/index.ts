@@ -4,5 +4,6 @@
  */
 export * from './group-consumer.js';
 export * from './message-stream.js';
-export { type OffsetReset, type OffsetResetEvent } from './fetcher.js';
+export { type OffsetResetEvent } from './fetcher.js';
+export * from './offset-reset.js';
 export * from './rebalance.js';

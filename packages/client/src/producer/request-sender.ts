@@ -22,6 +22,7 @@ import {
   type PartitionMessages,
   produceAckRequestBytes,
   singleSetMultiProduceRequestBytes,
+  TopicNameCache,
   writeMultiProduceMessageRequest,
   writeMultiProduceRequest,
   writeProduceAckRequest,
@@ -47,6 +48,9 @@ const noBatches: readonly PartitionBatch[] = [];
 
 /** Frames and writes requests (see the file comment). */
 export class RequestSender {
+  /** The topic name last found valid by the writer of requests of one message. */
+  private readonly topicNames = new TopicNameCache();
+
   /**
    * @param codec the wrapper's compression codec, 0 for none
    */
@@ -75,7 +79,7 @@ export class RequestSender {
     let at: number;
     let bytes: number;
     try {
-      bytes = singleSetMultiProduceRequestBytes(topic, size);
+      bytes = singleSetMultiProduceRequestBytes(topic, size, this.topicNames);
       // Written in place in the connection's slab: a Buffer per frame would cost more than most frames' bytes.
       at = c.reserveFrame(bytes);
       writeMultiProduceMessageRequest(c.frameSlab, at, topic, partition, payload, header, size);

@@ -8,11 +8,8 @@ import type { Connection, WrittenCallback } from '../connection.js';
 /** 0: fire-and-forget (no response); 1: answered once appended; 2: answered once appended and flushed. */
 export type Acks = 0 | 1 | 2;
 
-/** The subset of a pino logger the client uses. */
-export interface Logger {
-  debug(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
+/** The logger the producers write to: klog's one logger shape. */
+export type { Logger } from '@klog/logger';
 
 /**
  * The fields of a record to send, as both producers take them ({@link ProducerRecord} and

@@ -2,7 +2,7 @@
  * Decoding of any request frame into a typed request (SPEC §3); one module per request type
  * beside this file.
  */
-import type { Decoder } from '../codec.js';
+import { type Decoder, TopicNameCache } from '../codec.js';
 import { ErrorCode, ProtocolError } from '../errors.js';
 import { openFrame, RequestType } from '../frame.js';
 import { decodeFetchRequest, decodeMultiFetchRequest, type FetchRequest } from './fetch.js';
@@ -35,6 +35,24 @@ export type Request =
 export function decodeRequest(frame: Buffer): Request {
   const { head: type, body } = openFrame(frame);
   return decodeBody(type, body);
+}
+
+/**
+ * {@link decodeRequest} for one stream of requests (a broker's connection): it keeps the last
+ * valid topic name it read ({@link TopicNameCache}), so a name repeated request after request is
+ * compared, not decoded and checked again. One per connection; the cache is its only state.
+ */
+export class RequestDecoder {
+  private readonly topics = new TopicNameCache();
+
+  /**
+   * Decodes one request frame (the bytes after the size prefix: `type int16 | body`).
+   * @throws ProtocolError as {@link decodeRequest}, never anything else
+   */
+  decode(frame: Buffer): Request {
+    const { head: type, body } = openFrame(frame, this.topics);
+    return decodeBody(type, body);
+  }
 }
 
 function decodeBody(type: number, d: Decoder): Request {

@@ -10,7 +10,7 @@
  * MultiProduceRequest => count int16 | count x ProduceRequest
  * ```
  */
-import { type Decoder, type Encoder, validateTopic } from '../codec.js';
+import { type Decoder, type Encoder, type TopicNameCache, validateTopic } from '../codec.js';
 import { ErrorCode, ProtocolError } from '../errors.js';
 import { frameSizeBytes, RequestType } from '../frame.js';
 import { messageOverheadBytes, writeMessage, writeMessageCrcs } from '../message.js';
@@ -194,20 +194,16 @@ export function writeMultiProduceRequest(target: Buffer, position: number, block
 /**
  * Bytes of a framed MULTIPRODUCE request carrying one partition's message set of `setBytes`
  * bytes (see {@link blockMessageSetBytes}), size prefix included: what
- * {@link writeMultiProduceMessageRequest} needs for one message of `setBytes` bytes.
+ * {@link writeMultiProduceMessageRequest} needs for one message of `setBytes` bytes. The topic
+ * is checked through `topics` when given (a producer names one topic request after request:
+ * checking it again would cost more than its bytes), else on every call.
  * @throws ProtocolError (InvalidTopic) for a bad topic name
  */
-export function singleSetMultiProduceRequestBytes(topic: string, setBytes: number): number {
-  // A producer names one topic request after request: checking it again would cost more than its bytes.
-  if (topic !== lastValidTopic) {
-    validateTopic(topic);
-    lastValidTopic = topic;
-  }
+export function singleSetMultiProduceRequestBytes(topic: string, setBytes: number, topics?: TopicNameCache): number {
+  if (topics !== undefined) topics.check(topic);
+  else validateTopic(topic);
   return singleSetHeadBytes + topic.length + setBytes;
 }
-
-/** The topic {@link singleSetMultiProduceRequestBytes} last found valid. */
-let lastValidTopic: string | undefined;
 
 /** Bytes of a one-block MULTIPRODUCE request besides its topic's characters and its message set. */
 const singleSetHeadBytes = frameSizeBytes + 2 + 2 + 2 + 4 + 4;

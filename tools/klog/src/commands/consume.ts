@@ -11,13 +11,13 @@
  * group instead (see consume-group.ts).
  */
 import type { Command } from 'commander';
-import { type BrokerAddress, defaultFetchBytes, KlogError, SimpleConsumer } from '@klog/client';
+import { type BrokerAddress, defaultFetchBytes, SimpleConsumer } from '@klog/client';
 import { checkGroup } from '@klog/zk-registry';
 import { InvalidArgumentError } from 'commander';
 import { parseZkConnect } from '../cluster.js';
 import { consumeGroup } from './consume-group.js';
 import { createLogger } from '../logger.js';
-import { intParser, parseBroker, parseStartOffset, parseTopic, type StartOffset } from '../options.js';
+import { brokerAliasOption, brokerSpellings, intParser, parseBroker, parseStartOffset, parseTopic, type StartOffset, UsageError } from '../options.js';
 import { messagePrinter, type MessageFormatter, parseFormat } from '../message-format.js';
 import { OutputWriter } from '../output.js';
 import { startOfLast, type TailStart } from '../tail.js';
@@ -53,7 +53,8 @@ export function registerConsume(program: Command): void {
     .description(
       'print messages on stdout, one per line: of one partition (--broker), or as a member of a consumer group (--zookeeper --group)',
     )
-    .option('--broker <host:port>', 'simple mode: broker holding the partition', parseBroker)
+    .option('--broker <host:port>', 'simple mode: broker holding the partition (--broker-list is the same option)', parseBroker)
+    .addOption(brokerAliasOption('broker', parseBroker))
     .option('--zookeeper <connect>', 'group mode: ZooKeeper connect string host:port[,host:port...][/chroot]', parseZkConnect)
     .option('--group <group>', 'group mode: the consumer group to join', parseGroupId)
     .requiredOption('--topic <topic>', 'topic to read', parseTopic)
@@ -83,22 +84,31 @@ export function registerConsume(program: Command): void {
     )
     .option('-J, --json', 'print each message as one JSON object per line: topic, partition, brokerId (group mode), offset, key, payload, timestamp, host')
     .option('--idle-timeout-ms <ms>', 'exit 0 once no new message came for this long (default: wait for ever)', intParser(1))
+    .hook('preAction', brokerSpellings('broker', false))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  klog consume --broker 127.0.0.1:9092 --topic greetings --offset earliest --print-offsets --idle-timeout-ms 2000
+  klog consume --broker 127.0.0.1:9092 --topic greetings --partition 1 --offset latest
+  klog consume --zookeeper 127.0.0.1:2181/klog --group g1 --topic numbers --from-beginning --max-messages 100`,
+    )
     .action(async (opts: ConsumeOptions, command: Command) => {
       const given = (name: string): boolean => command.getOptionValueSource(name) === 'cli';
       const layouts = ['format', 'json'].filter(given);
-      if (layouts.length > 1) throw new KlogError('give one of --format and --json');
+      if (layouts.length > 1) throw new UsageError('give one of --format and --json');
       const prefixes = ['printOffsets', 'printKey', 'printMetadata'].filter(given);
-      if (layouts.length > 0 && prefixes.length > 0) throw new KlogError(`${flag(layouts[0]!)} does not go with ${prefixes.map(flag).join(', ')} (put %o, %k, %T, %h in --format)`);
+      if (layouts.length > 0 && prefixes.length > 0) throw new UsageError(`${flag(layouts[0]!)} does not go with ${prefixes.map(flag).join(', ')} (put %o, %k, %T, %h in --format)`);
       if (opts.broker !== undefined) {
         const groupOnly = ['zookeeper', 'group', 'fromBeginning', 'streams', 'commitIntervalMs'].filter(given);
-        if (groupOnly.length > 0) throw new KlogError(`--broker (simple mode) does not go with ${groupOnly.map(flag).join(', ')}`);
+        if (groupOnly.length > 0) throw new UsageError(`--broker (simple mode) does not go with ${groupOnly.map(flag).join(', ')}`);
         return consume({ ...opts, broker: opts.broker });
       }
       if (opts.zookeeper === undefined || opts.group === undefined) {
-        throw new KlogError('give --broker (simple mode) or --zookeeper and --group (group mode)');
+        throw new UsageError('give --broker (simple mode) or --zookeeper and --group (group mode)');
       }
       const simpleOnly = ['partition', 'offset', 'exitAtEnd'].filter(given);
-      if (simpleOnly.length > 0) throw new KlogError(`--zookeeper (group mode) does not go with ${simpleOnly.map(flag).join(', ')}`);
+      if (simpleOnly.length > 0) throw new UsageError(`--zookeeper (group mode) does not go with ${simpleOnly.map(flag).join(', ')}`);
       return consumeGroup({ ...opts, zookeeper: opts.zookeeper, group: opts.group });
     });
 }

@@ -44,6 +44,17 @@ export function registerDumpLog(program: Command): void {
       intParser(1, Number.MAX_SAFE_INTEGER, true),
       defaultMaxDecompressedBytes,
     )
+    .addHelpText(
+      'after',
+      `
+Exits 1 when a message is corrupt or a file ends in a partial message.
+
+Examples:
+  klog dump-log /tmp/klog-logs/greetings-0
+  klog dump-log --print-payloads /tmp/klog-logs/greetings-0/00000000000000000000.kafka
+  klog dump-log --summary /tmp/klog-logs/*-0
+  klog dump-log --deep /tmp/klog-logs/compressed-0`,
+    )
     .action(async (paths: string[], opts: DumpLogOptions) => {
       const files: string[] = [];
       for (const p of paths) files.push(...(await segmentFiles(p)));

@@ -61,6 +61,14 @@ export function registerGroups(program: Command): void {
     .requiredOption('--zookeeper <connect>', 'ZooKeeper connect string host:port[,host:port...][/chroot]', parseZkConnect)
     .option('--describe <group>', 'show each partition of the group: committed offset, log end offset, lag (bytes, messages), consumer id, host', parseGroup)
     .option('--json', 'print JSON instead of text')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  klog groups --zookeeper 127.0.0.1:2181/klog
+  klog groups --zookeeper 127.0.0.1:2181/klog --describe g1
+  klog groups --zookeeper 127.0.0.1:2181/klog --describe g1 --json`,
+    )
     .action(async (opts: GroupsOptions) => groups(opts));
 }
 

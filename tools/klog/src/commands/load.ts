@@ -62,6 +62,13 @@ export function registerLoad(program: Command): void {
     .option('--fetch-bytes <bytes>', 'bytes per fetch (grown for a larger message)', intParser(1, 2 ** 31 - 1, true), 1024 * 1024)
     .option('--max-fetch-bytes <bytes>', 'largest fetch; a larger message is an error', intParser(1, 2 ** 31 - 1, true), 16 * 1024 * 1024)
     .addOption(new Option('--throttle-ms <ms>', 'testing aid: sleep before each fetch and between commit steps').argParser(intParser(0)).default(0).hideHelp())
+    .addHelpText(
+      'after',
+      `
+Examples:
+  klog load --zookeeper 127.0.0.1:2181/klog --topic 'events|clicks' --out /data/klog-load
+  klog load --zookeeper 127.0.0.1:2181/klog --topic 'logs\\..*' --out /data/klog-load --format raw --gzip`,
+    )
     .action(async (opts: LoadOptions) => load(opts));
 }
 

@@ -5,7 +5,7 @@
  */
 import { type Command, Option } from 'commander';
 import { type BrokerAddress, SimpleConsumer } from '@klog/client';
-import { intParser, parseBroker, parseOffsetsTime, parseTopic } from '../options.js';
+import { brokerAliasOption, brokerSpellings, intParser, parseBroker, parseOffsetsTime, parseTopic } from '../options.js';
 
 interface OffsetsOptions {
   broker: BrokerAddress;
@@ -20,7 +20,8 @@ export function registerOffsets(program: Command): void {
   program
     .command('offsets')
     .description('print offsets of a partition before a time, newest first, one per line')
-    .requiredOption('--broker <host:port>', 'broker holding the partition', parseBroker)
+    .option('--broker <host:port>', 'broker holding the partition (required; --broker-list is the same option)', parseBroker)
+    .addOption(brokerAliasOption('broker', parseBroker))
     .requiredOption('--topic <topic>', 'topic', parseTopic)
     .option('--partition <n>', 'partition', intParser(0), 0)
     .addOption(
@@ -29,6 +30,18 @@ export function registerOffsets(program: Command): void {
         .default(-1, 'latest'),
     )
     .option('--max-offsets <n>', 'most offsets to print', intParser(1, 2 ** 31 - 1), 1)
+    .hook('preAction', brokerSpellings('broker', true))
+    .addHelpText(
+      'after',
+      `
+Only flushed messages are visible (docs/design.md §2): right after a produce, latest can still be
+the offset before it, until the broker's next flush (flush.ms, default 1000).
+
+Examples:
+  klog offsets --broker 127.0.0.1:9092 --topic greetings --time latest
+  klog offsets --broker 127.0.0.1:9092 --topic greetings --time earliest
+  klog offsets --broker 127.0.0.1:9092 --topic greetings --time 1700000000000 --max-offsets 10`,
+    )
     .action(async (opts: OffsetsOptions) => {
       const consumer = new SimpleConsumer(opts.broker);
       try {

@@ -1,36 +1,39 @@
 /**
- * `klog perf produce` and `klog perf consume`: a first form of the throughput tests of the
- * paper (SPEC §7). Each runs, then prints one summary line on stderr, or with --json one JSON
- * object on stdout with messages, bytes (payload bytes), seconds, msgsPerSec and mbPerSec
- * (MB = 2^20 bytes).
+ * `klog perf produce` and `klog perf consume`: the throughput tests of the paper (docs/design.md
+ * §7), with what kafka-producer-perf-test reports. Each runs, then prints its summary on stderr,
+ * or with --json one JSON object on stdout with messages, bytes (payload bytes), seconds,
+ * msgsPerSec and mbPerSec (MB = 2^20 bytes), its settings, and for produce the latency
+ * (`latencyMs`: avg, max, p50, p95, p99, p999; null with acks 0), what the broker stored
+ * (`stored`, `storedBytes`), `failed` and `interrupted`.
  *
- * While running, each draws a live status line on stderr when stderr is a terminal and --json
- * is not given (see ../progress.ts): a bar of the progress, messages and bytes so far, and the
- * rate over the last second in msg/s and MB/s. The bar is cleared before the summary line.
+ * While running, each draws a live status line on stderr when stderr is a terminal (see
+ * ../progress.ts): a bar of the progress, messages and bytes so far, the rate over the last
+ * second, and for produce with acks 1 or 2 the latency; the bar is cleared before the summary.
+ * When stderr is not a terminal, a plain line every --reporting-interval-ms instead. --json
+ * draws and prints nothing live. SIGINT and SIGTERM stop the test and print its summary.
+ * `klog perf produce` is in perf-produce.ts.
  */
-import { randomBytes } from 'node:crypto';
-import { Command } from 'commander';
-import { type BrokerAddress, Producer, type ProducerRecord, type RecordMetadata, SimpleConsumer } from '@klog/client';
-import { createLogger } from '../logger.js';
-import { intParser, parseAcks, parseBroker, parseBrokerListOption, parseCompression, parseStartOffset, parseTopic, type StartOffset } from '../options.js';
+import type { Command } from 'commander';
+import { type BrokerAddress, SimpleConsumer } from '@klog/client';
+import {
+  brokerAliasOption,
+  brokerSpellings,
+  intParser,
+  parseAcks,
+  parseBroker,
+  parseBrokerListOption,
+  parseCompression,
+  parseStartOffset,
+  parseTopic,
+  type StartOffset,
+} from '../options.js';
 import { printLine } from '../output.js';
+import { every, intervalLine, type LatencyRecorder } from '../perf-stats.js';
 import { createProgress, formatBytes, formatCount, type Progress, RecentRate } from '../progress.js';
 import { rate } from '../rate.js';
 import { startOffset } from './consume.js';
 import { registerPerfLatency } from './perf-latency.js';
-
-interface PerfProduceOptions {
-  brokerList: string;
-  topic: string;
-  messages: number;
-  size: number;
-  batchSize: number;
-  lingerMs: number;
-  partitions?: number;
-  acks: 0 | 1 | 2;
-  compression: 'none' | 'gzip';
-  json?: boolean;
-}
+import { perfProduce, type PerfProduceOptions } from './perf-produce.js';
 
 interface PerfConsumeOptions {
   broker: BrokerAddress;
@@ -41,35 +44,47 @@ interface PerfConsumeOptions {
   maxWaitMs: number;
   messages?: number;
   idleTimeoutMs: number;
+  reportingIntervalMs: number;
   json?: boolean;
 }
 
-/** Records per Producer.send call. */
-const recordsPerSend = 1000;
-/** send() calls awaited at most at once. */
-const sendWindow = 8;
-
 /** Adds `klog perf produce` and `klog perf consume` to `program`. */
 export function registerPerf(program: Command): void {
-  const perf = program.command('perf').description('measure produce and consume throughput against a broker');
+  const perf = program
+    .command('perf')
+    .description('measure produce and consume throughput (and produce latency) against a broker')
+    .addHelpText('after', '\nExamples:\n  klog perf produce --broker-list 127.0.0.1:9092 --topic perf --acks 1 --throughput 10000\n  klog perf consume --broker 127.0.0.1:9092 --topic perf');
   perf
     .command('produce')
-    .description('send --messages messages of --size bytes, then print the throughput')
-    .requiredOption('--broker-list <host:port,...>', 'brokers to send to', parseBrokerListOption)
+    .description('send --messages messages of --size bytes, then print the throughput, the latency of acknowledged sends and what the broker stored')
+    .option('--broker-list <host:port,...>', 'brokers to send to (required; --broker is the same option)', parseBrokerListOption)
+    .addOption(brokerAliasOption('brokerList', parseBrokerListOption))
     .requiredOption('--topic <topic>', 'topic to send to', parseTopic)
     .option('--messages <n>', 'messages to send', intParser(1), 100_000)
     .option('--size <bytes>', 'payload bytes per message', intParser(0, 2 ** 30, true), 200)
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
     .option('--partitions <n>', 'spread messages round-robin over partitions 0..n-1 (default: random over all)', intParser(1))
-    .option('--acks <0|1|2>', '0: fire-and-forget, 1: appended, 2: flushed', parseAcks, 0)
+    .option('--acks <0|1|2>', '0: fire-and-forget (no latency; the log ends tell what was stored), 1: appended, 2: flushed', parseAcks, 0)
+    .option('--throughput <msg/s>', 'hold this rate, in messages per second (default: as fast as possible)', intParser(1))
     .option('--compression <none|gzip>', 'send each batch as one gzip-compressed message set (the payloads are random bytes: no gain in size)', parseCompression, 'none')
-    .option('--json', 'print one JSON object on stdout instead of a line on stderr')
+    .option('--reporting-interval-ms <ms>', 'when stderr is not a terminal: print a line of rate and latency this often', intParser(100), 5000)
+    .option('--json', 'print one JSON object on stdout instead of lines on stderr')
+    .hook('preAction', brokerSpellings('brokerList', true))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  klog perf produce --broker-list 127.0.0.1:9092 --topic perf --messages 1000000
+  klog perf produce --broker-list 127.0.0.1:9092 --topic perf --acks 1 --throughput 10000 --messages 300000
+  klog perf produce --broker-list 127.0.0.1:9092 --topic perf --json`,
+    )
     .action(async (opts: PerfProduceOptions) => perfProduce(opts));
   perf
     .command('consume')
     .description('read a partition from --offset until --messages messages (or idle), then print the throughput')
-    .requiredOption('--broker <host:port>', 'broker holding the partition', parseBroker)
+    .option('--broker <host:port>', 'broker holding the partition (required; --broker-list is the same option)', parseBroker)
+    .addOption(brokerAliasOption('broker', parseBroker))
     .requiredOption('--topic <topic>', 'topic to read', parseTopic)
     .option('--partition <n>', 'partition to read', intParser(0), 0)
     .option('--offset <earliest|latest|N>', 'where to start', parseStartOffset, 'earliest')
@@ -77,71 +92,18 @@ export function registerPerf(program: Command): void {
     .option('--max-wait-ms <ms>', 'long-poll wait per fetch at the log end', intParser(0, 2 ** 31 - 1), 200)
     .option('--messages <n>', 'stop after this many messages (default: at the log end)', intParser(1))
     .option('--idle-timeout-ms <ms>', 'stop once no new message came for this long', intParser(1), 2000)
-    .option('--json', 'print one JSON object on stdout instead of a line on stderr')
+    .option('--reporting-interval-ms <ms>', 'when stderr is not a terminal: print a line of the rate this often', intParser(100), 5000)
+    .option('--json', 'print one JSON object on stdout instead of lines on stderr')
+    .hook('preAction', brokerSpellings('broker', true))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  klog perf consume --broker 127.0.0.1:9092 --topic perf --messages 1000000
+  klog perf consume --broker 127.0.0.1:9092 --topic perf --offset earliest --json`,
+    )
     .action(async (opts: PerfConsumeOptions) => perfConsume(opts));
   registerPerfLatency(perf);
-}
-
-async function perfProduce(opts: PerfProduceOptions): Promise<void> {
-  const producer = new Producer({
-    brokerList: opts.brokerList,
-    batchSize: opts.batchSize,
-    lingerMs: opts.lingerMs,
-    acks: opts.acks,
-    compression: opts.compression,
-    logger: createLogger('klog-perf'),
-  });
-  const payload = randomBytes(opts.size);
-  let progress: Progress | undefined;
-  try {
-    // Learn the partitions before the clock starts.
-    const partitionCount = await producer.partitionCount(opts.topic);
-    if (opts.partitions !== undefined && opts.partitions > partitionCount) {
-      throw new Error(`--partitions ${opts.partitions} is more than the ${partitionCount} partitions of topic ${opts.topic}`);
-    }
-    /** Messages whose send() resolved: written to the socket (acks 0) or acknowledged (acks 1, 2). */
-    let done = 0;
-    const recent = new RecentRate();
-    progress = createProgress({
-      total: opts.messages,
-      enabled: opts.json !== true,
-      status: () => liveStatus(recent, done, opts.messages, done * opts.size),
-    });
-    const bar = progress;
-    const started = process.hrtime.bigint();
-    const window: { sent: Promise<RecordMetadata[]>; n: number }[] = [];
-    const settle = async (w: { sent: Promise<RecordMetadata[]>; n: number }): Promise<void> => {
-      await w.sent;
-      done += w.n;
-      bar.update(done);
-    };
-    for (let sent = 0; sent < opts.messages; ) {
-      const n = Math.min(recordsPerSend, opts.messages - sent);
-      const records: ProducerRecord[] = new Array<ProducerRecord>(n);
-      for (let i = 0; i < n; i++) {
-        records[i] = opts.partitions === undefined ? { value: payload } : { value: payload, partition: (sent + i) % opts.partitions };
-      }
-      sent += n;
-      const p = producer.send(opts.topic, records);
-      p.catch(() => {});
-      window.push({ sent: p, n });
-      if (window.length >= sendWindow) await settle(window.shift()!);
-    }
-    for (const w of window.splice(0)) await settle(w);
-    await producer.flush();
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    progress.stop();
-    report('produce', opts.messages, opts.messages * opts.size, seconds, opts.json, {
-      size: opts.size,
-      batchSize: opts.batchSize,
-      acks: opts.acks,
-      compression: opts.compression,
-      partitions: opts.partitions ?? partitionCount,
-    });
-  } finally {
-    progress?.stop();
-    await producer.close().catch(() => {});
-  }
 }
 
 async function perfConsume(opts: PerfConsumeOptions): Promise<void> {
@@ -152,7 +114,15 @@ async function perfConsume(opts: PerfConsumeOptions): Promise<void> {
     clearTimeout(idleTimer);
     idleTimer = setTimeout(() => stop.abort(), opts.idleTimeoutMs);
   };
+  let interrupted = false;
+  const onSignal = (): void => {
+    interrupted = true;
+    stop.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   let progress: Progress | undefined;
+  let ticker: { stop(): void } | undefined;
   try {
     const { topic, partition } = opts;
     const offset = await startOffset(consumer, topic, partition, opts.offset);
@@ -168,6 +138,13 @@ async function perfConsume(opts: PerfConsumeOptions): Promise<void> {
       enabled: live,
       status: () => liveStatus(recent, messages, opts.messages, bytes),
     });
+    if (!live && opts.json !== true) {
+      let reported = { messages: 0, bytes: 0 };
+      ticker = every(opts.reportingIntervalMs, (seconds) => {
+        printLine(intervalLine('consume', 'read', messages - reported.messages, bytes - reported.bytes, seconds, undefined));
+        reported = { messages, bytes };
+      });
+    }
     let lastAt = process.hrtime.bigint();
     const started = lastAt;
     armIdle();
@@ -188,32 +165,57 @@ async function perfConsume(opts: PerfConsumeOptions): Promise<void> {
         progress.update(next - offset);
       }
     }
-    if (messages === opts.messages) lastAt = process.hrtime.bigint();
+    if (messages === opts.messages || interrupted) lastAt = process.hrtime.bigint();
+    ticker?.stop();
     progress.stop();
     // Time until the last message, not the idle wait after it.
     const seconds = Number(lastAt - started) / 1e9;
-    report('consume', messages, bytes, seconds, opts.json, { fetchBytes: opts.fetchBytes, startOffset: offset });
+    report('consume', messages, bytes, seconds, opts.json, { fetchBytes: opts.fetchBytes, startOffset: offset }, { interrupted });
+    if (interrupted && opts.json !== true) printLine(`perf consume: interrupted after ${messages} messages`);
   } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    ticker?.stop();
     progress?.stop();
     clearTimeout(idleTimer);
     await consumer.close();
   }
 }
 
-/** The live status after the bar: `1,200/10,000 msg  229.0 KiB  61,020 msg/s  11.6 MB/s` (rates over the last second, MB = 2^20 bytes). */
-function liveStatus(recent: RecentRate, messages: number, totalMessages: number | undefined, bytes: number): string {
+/**
+ * The live status after the bar, as fields in order of importance (see createProgress):
+ * `1,200/10,000 msg`, `229.0 KiB`, `61,020 msg/s`, `11.6 MB/s` (rates over the last second, MB =
+ * 2^20 bytes), and with `latency` the mean latency of the sends acknowledged since the last redraw.
+ */
+export function liveStatus(recent: RecentRate, messages: number, totalMessages: number | undefined, bytes: number, latency?: LatencyRecorder): string[] {
   const r = recent.sample(messages, bytes);
   const count = totalMessages === undefined ? formatCount(messages) : `${formatCount(messages)}/${formatCount(totalMessages)}`;
-  return `${count} msg  ${formatBytes(bytes)}  ${formatCount(r.msgsPerSec)} msg/s  ${r.mbPerSec.toFixed(1)} MB/s`;
+  const fields = [`${count} msg`, `${formatCount(r.msgsPerSec)} msg/s`, `${r.mbPerSec.toFixed(1)} MB/s`];
+  const l = latency?.takeInterval();
+  if (l !== undefined) fields.push(`${l.avg.toFixed(1)} ms avg`, `${l.max.toFixed(1)} ms max`);
+  fields.push(formatBytes(bytes));
+  return fields;
 }
 
-function report(what: string, messages: number, bytes: number, seconds: number, json: boolean | undefined, extra: Record<string, unknown>): void {
+/**
+ * Prints the summary of a run: one line on stderr (`settings` in parentheses), or with `json`
+ * one JSON object on stdout with the rates, `settings` and `results`.
+ */
+export function report(
+  what: string,
+  messages: number,
+  bytes: number,
+  seconds: number,
+  json: boolean | undefined,
+  settings: Record<string, unknown>,
+  results: Record<string, unknown> = {},
+): void {
   const r = rate(messages, bytes, seconds);
   if (json) {
-    process.stdout.write(`${JSON.stringify({ test: what, messages, bytes, seconds, msgsPerSec: r.msgsPerSec, mbPerSec: r.mbPerSec, ...extra })}\n`);
+    process.stdout.write(`${JSON.stringify({ test: what, messages, bytes, seconds, msgsPerSec: r.msgsPerSec, mbPerSec: r.mbPerSec, ...settings, ...results })}\n`);
     return;
   }
-  const details = Object.entries(extra)
+  const details = Object.entries(settings)
     .map(([k, v]) => `${k} ${String(v)}`)
     .join(', ');
   printLine(

@@ -21,9 +21,10 @@ import { defaultAuditTopic, defaultAuditWindowMs, KlogBrokerError, KlogError, Pr
 import { parseZkConnect } from '../cluster.js';
 import { readLineGroupsUntil } from '../lines.js';
 import { createLogger } from '../logger.js';
-import { intParser, parseAcks, parseBrokerListOption, parseCompression, parseNonEmpty, parseTopic } from '../options.js';
+import { brokerAliasOption, brokerSpellings, intParser, parseAcks, parseBrokerListOption, parseCompression, parseNonEmpty, parseTopic, UsageError } from '../options.js';
 import { printLine } from '../output.js';
 import { rate } from '../rate.js';
+import { checkStoredBy, type Stored, StoredCheck, storedMismatch } from '../stored-check.js';
 
 interface ProduceOptions {
   brokerList?: string;
@@ -50,7 +51,8 @@ export function registerProduce(program: Command): void {
   program
     .command('produce')
     .description('send one message per line of stdin (or --file) to a topic; prints a summary to stderr')
-    .option('--broker-list <host:port,...>', 'brokers to send to; their order numbers the partitions', parseBrokerListOption)
+    .option('--broker-list <host:port,...>', 'brokers to send to; their order numbers the partitions (--broker is the same option)', parseBrokerListOption)
+    .addOption(brokerAliasOption('brokerList', parseBrokerListOption))
     .option('--zookeeper <connect>', 'find the brokers and partitions in ZooKeeper (host:port[/chroot]) instead of --broker-list', parseZkConnect)
     .requiredOption('--topic <topic>', 'topic to send to', parseTopic)
     .option('--file <path>', 'read lines from this file instead of stdin')
@@ -71,6 +73,16 @@ export function registerProduce(program: Command): void {
     .option('--acks <0|1|2>', '0: fire-and-forget (nothing reports a rejected message), 1: wait until appended, 2: wait until flushed', parseAcks, 1)
     .option('--stop-on-error', 'stop reading at the first line the broker rejects (default: report it by line number, store the others, exit 1)')
     .option('--drain-timeout-ms <ms>', 'on SIGINT/SIGTERM or --stop-on-error: most ms to wait for the lines read to be acknowledged', intParser(0), 10_000)
+    .hook('preAction', brokerSpellings('brokerList', false))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  printf 'hello\\nworld\\n' | klog produce --broker-list 127.0.0.1:9092 --topic greetings
+  klog produce --broker-list 127.0.0.1:9092,127.0.0.1:9093 --topic logs --file /var/log/dpkg.log --acks 2
+  seq 1 1000 | klog produce --zookeeper 127.0.0.1:2181/klog --topic numbers
+  tail -F app.log | klog produce --broker-list 127.0.0.1:9092 --topic app --key-separator ' ' --stamp-metadata`,
+    )
     .action(async (opts: ProduceOptions) => produce(opts));
 }
 
@@ -100,14 +112,14 @@ interface Tally {
 
 async function produce(opts: ProduceOptions): Promise<void> {
   if ((opts.brokerList === undefined) === (opts.zookeeper === undefined)) {
-    throw new KlogError('give exactly one of --broker-list and --zookeeper');
+    throw new UsageError('give exactly one of --broker-list and --zookeeper');
   }
   if (opts.zookeeper !== undefined && opts.partition !== undefined) {
-    throw new KlogError('--partition applies to --broker-list; with --zookeeper messages go by key, else to a random live partition');
+    throw new UsageError('--partition applies to --broker-list; with --zookeeper messages go by key, else to a random live partition');
   }
-  if (opts.host !== undefined && !opts.stampMetadata && !opts.audit) throw new KlogError('--host is stored only with --stamp-metadata or --audit');
-  if ((opts.auditWindowMs !== undefined || opts.auditTopic !== undefined) && !opts.audit) throw new KlogError('--audit-window-ms and --audit-topic apply with --audit');
-  if (opts.audit && opts.topic === (opts.auditTopic ?? defaultAuditTopic)) throw new KlogError(`--topic ${opts.topic} is the audit topic: audited messages go to another topic`);
+  if (opts.host !== undefined && !opts.stampMetadata && !opts.audit) throw new UsageError('--host is stored only with --stamp-metadata or --audit');
+  if ((opts.auditWindowMs !== undefined || opts.auditTopic !== undefined) && !opts.audit) throw new UsageError('--audit-window-ms and --audit-topic apply with --audit');
+  if (opts.audit && opts.topic === (opts.auditTopic ?? defaultAuditTopic)) throw new UsageError(`--topic ${opts.topic} is the audit topic: audited messages go to another topic`);
   if (opts.keySeparator !== undefined && !opts.stampMetadata && !opts.audit) {
     printLine('klog produce: warning: keys (--key-separator) choose the partition but are not stored; add --stamp-metadata to store them');
   }
@@ -137,6 +149,10 @@ async function produce(opts: ProduceOptions): Promise<void> {
       throw new KlogError(`--partition ${opts.partition}: topic ${opts.topic} has ${count === 1 ? 'only partition 0' : `partitions 0-${count - 1}`} over --broker-list`);
     }
   }
+  // acks 0 has no answer: what the broker stored is read from the log ends (see ../stored-check.ts).
+  const check = opts.acks === 0 ? await checkStoredBy(producer as Producer | ZkProducer, opts.topic) : undefined;
+  /** Bytes the lines take in the log as plain messages (no header, no compression). */
+  let logBytes = 0;
   const input = opts.file ? createReadStream(opts.file) : process.stdin;
   const separator = opts.keySeparator === undefined ? undefined : Buffer.from(opts.keySeparator);
   const started = process.hrtime.bigint();
@@ -211,6 +227,7 @@ async function produce(opts: ProduceOptions): Promise<void> {
       lineNumber += lines.length;
       tally.sent += lines.length;
       for (const line of lines) tally.bytes += line.length;
+      for (const r of records) logBytes += StoredCheck.plainMessageBytes(r.value.length);
       if (pending >= maxPendingLines) await new Promise<void>((resolve) => (roomWaiter = resolve)).finally(() => (roomWaiter = undefined));
       if (stop.signal.aborted) break;
     }
@@ -233,7 +250,17 @@ async function produce(opts: ProduceOptions): Promise<void> {
     if (!closed) await producer.close().catch(() => {});
   }
   // Nothing read (the input or the producer failed first): the error alone says it.
-  if (fatal !== undefined && tally.sent === 0) throw fatal;
+  if (fatal !== undefined && tally.sent === 0) {
+    await check?.close();
+    throw fatal;
+  }
+  const plain = !opts.stampMetadata && !opts.audit && opts.compression === 'none' && tally.failed === 0;
+  let stored: Stored | undefined;
+  try {
+    stored = await check?.stored({ sent: tally.acknowledged, ...(plain && { expectedBytes: logBytes }), settleMs: 2500, timeoutMs: 60_000 });
+  } finally {
+    await check?.close();
+  }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const r = rate(tally.sent, tally.bytes, seconds);
   const unacknowledged = tally.sent - tally.acknowledged - tally.failed;
@@ -243,7 +270,10 @@ async function produce(opts: ProduceOptions): Promise<void> {
       `${opts.acks === 0 ? `${tally.acknowledged} written (acks 0: not acknowledged)` : `${tally.acknowledged} acknowledged`}, ${tally.failed} failed` +
       (unacknowledged > 0 ? `, ${unacknowledged} not acknowledged in time` : ''),
   );
+  const mismatch = stored === undefined ? undefined : storedMismatch(tally.acknowledged, stored);
+  if (stored !== undefined && mismatch === undefined) printLine(`klog produce: acks 0: the broker stored all ${stored.messages} messages (log ends checked)`);
   if (fatal !== undefined) throw fatal;
+  if (mismatch !== undefined) throw new KlogError(`--acks 0: ${mismatch}`);
   if (tally.failed > 0) throw new KlogError(`${tally.failed} of ${tally.sent} lines failed: lines ${lineList(tally.failedLines)}`);
   if (unacknowledged > 0) throw new KlogError(`${unacknowledged} of ${tally.sent} lines were not acknowledged within --drain-timeout-ms ${opts.drainTimeoutMs}`);
 }

@@ -24,6 +24,14 @@ export function registerTopics(program: Command): void {
     .requiredOption('--zookeeper <connect>', 'ZooKeeper connect string host:port[,host:port...][/chroot]', parseZkConnect)
     .option('--describe <topic>', 'show the brokers and partitions of this topic with their log end offsets', parseTopic)
     .option('--json', 'print JSON instead of text')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  klog topics --zookeeper 127.0.0.1:2181/klog
+  klog topics --zookeeper 127.0.0.1:2181/klog --describe numbers
+  klog topics --zookeeper 127.0.0.1:2181/klog --describe numbers --json`,
+    )
     .action(async (opts: TopicsOptions) => topics(opts));
 }
 
