@@ -30,7 +30,7 @@ async function run(acks: 0 | 1 | 2): Promise<{ latenciesMs: number[]; violations
   brokers.push(broker);
   expect(broker.config.flushPolicy).toBe('group');
   const topic = `acks${acks}`;
-  const log = broker.logs.getOrCreateLog(topic, 0);
+  const log = await broker.logs.getOrCreateLog(topic, 0);
   const violations: string[] = [];
   /** Highest visible end seen checked: every byte below it was fdatasynced when it became visible. */
   let checkedEnd = 0;
