@@ -41,10 +41,10 @@ export function parseStartOffset(value: string): StartOffset {
 
 /** `latest` (−1), `earliest` (−2) or ms since the epoch, as an OFFSETS request's time. */
 export function parseOffsetsTime(value: string): number {
-  if (value === 'latest') return -1;
-  if (value === 'earliest') return -2;
+  if (value === 'latest' || value === '-1') return -1;
+  if (value === 'earliest' || value === '-2') return -2;
   if (/^\d+$/.test(value) && Number.isSafeInteger(Number(value))) return Number(value);
-  throw new InvalidArgumentError('expected latest, earliest or ms since the epoch.');
+  throw new InvalidArgumentError('expected latest (or -1), earliest (or -2) or ms since the epoch.');
 }
 
 /** `0`, `1` or `2`. */

@@ -68,6 +68,27 @@ describe('klog consume / offsets', () => {
     expect((await consume('--topic', 'events', '--format', '%x')).stderr).toMatch(/unknown token %x/);
   });
 
+  it('--exit-at-end from a byte offset past the log end is OffsetOutOfRange, as without -e', async () => {
+    const end = Number((await runKlog(['offsets', '--broker', address, '--topic', 'events', '--partition', '1'])).stdout.trim());
+    expect(end).toBeGreaterThan(0);
+    const past = await consume('--topic', 'events', '--partition', '1', '--offset', String(end + 1000), '-e');
+    expect(past.code).toBe(1);
+    expect(past.stdout).toBe('');
+    expect(past.stderr).toMatch(new RegExp(`^klog consume: error: OffsetOutOfRange \\[code 1\\].*offset ${end + 1000}.*the partition holds \\[0, ${end}\\]\n$`));
+    // At the end exactly: nothing to print, exit 0.
+    expect(await consume('--topic', 'events', '--partition', '1', '--offset', String(end), '-e')).toMatchObject({ code: 0, stdout: '' });
+  });
+
+  it('offsets --time takes Kafka\'s -1 (latest) and -2 (earliest) too, and its help names the default', async () => {
+    const offsets = (time: string) => runKlog(['offsets', '--broker', address, '--topic', 'events', '--partition', '1', '--time', time]);
+    const [latest, earliest] = [await offsets('latest'), await offsets('earliest')];
+    expect(Number(latest.stdout)).toBeGreaterThan(0);
+    expect(await offsets('-1')).toMatchObject({ code: 0, stdout: latest.stdout });
+    expect(await offsets('-2')).toMatchObject({ code: 0, stdout: earliest.stdout });
+    expect((await offsets('-3')).code).toBe(2); // a usage error
+    expect((await runKlog(['offsets', '--help'])).stdout).toMatch(/--time <latest\|earliest\|ms>[^]*\(default: latest\)/);
+  });
+
   it('--offset -N prints the last N messages, also from inside a compressed set', async () => {
     const all = ['k0|v0', 'k1|v1', 'k2|v2', 'k3|v3', 'k4|v4', 'k5|v5', 'k6|v6', 'k7|v7', 'k8|v8', 'k9|v9', 'p1', 'p2'];
     for (const n of [1, 2, 3, 5, 12, 50]) {

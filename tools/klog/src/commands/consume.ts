@@ -149,8 +149,10 @@ async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promis
     await consumer.checkPartition(topic, partition);
     const { offset, skip } = await startPosition(consumer, topic, partition, opts.offset, opts.fetchBytes);
     // --exit-at-end: the end as it is now; nothing to print when the start is there already.
+    // A start past it is the broker's to judge (OffsetOutOfRange, as without -e), not an empty read.
     const end = opts.exitAtEnd ? await consumer.latestOffset(topic, partition) : undefined;
     logger.info({ broker: consumer.broker, topic, partition, offset, end }, 'consuming');
+    if (end !== undefined && offset > end) await consumer.fetch({ topic, partition, offset, maxBytes: opts.fetchBytes });
     if (end !== undefined && offset >= end) return;
     armIdle();
     const print = messagePrinter(opts);

@@ -3,7 +3,7 @@
  * newest first, one per line. A topic or partition the broker does not have is an error naming
  * those it has.
  */
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { type BrokerAddress, SimpleConsumer } from '@klog/client';
 import { brokerAliasOption, brokerSpellings, intParser, parseBroker, parseOffsetsTime, parseTopic } from '../options.js';
 
@@ -24,7 +24,11 @@ export function registerOffsets(program: Command): void {
     .addOption(brokerAliasOption('broker', parseBroker))
     .requiredOption('--topic <topic>', 'topic', parseTopic)
     .option('--partition <n>', 'partition', intParser(0), 0)
-    .option('--time <latest|earliest|ms>', 'latest: the log end; earliest: the oldest offset; else ms since the epoch', parseOffsetsTime, -1)
+    .addOption(
+      new Option('--time <latest|earliest|ms>', 'latest (or -1): the log end; earliest (or -2): the oldest offset; else ms since the epoch')
+        .argParser(parseOffsetsTime)
+        .default(-1, 'latest'),
+    )
     .option('--max-offsets <n>', 'most offsets to print', intParser(1, 2 ** 31 - 1), 1)
     .hook('preAction', brokerSpellings('broker', true))
     .addHelpText(
