@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startBroker, type Broker } from '@klog/broker';
-import { Producer } from '@klog/client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -95,10 +94,9 @@ describe('klog', () => {
   }, 30_000);
 
   it('consume waits for data, then exits 0 after the idle timeout', async () => {
-    // The topic exists (a METADATA request creates it) and is empty; a missing one is an error (consume-io.test.ts).
-    const creator = new Producer({ brokerList: address });
-    await creator.partitionCount('empty');
-    await creator.close();
+    // The topic exists (created as a produce would create it; METADATA never creates) and is empty;
+    // a missing one is an error (consume-io.test.ts).
+    await broker.logs.getOrCreateLog('empty', 0);
     const started = Date.now();
     const c = await klog(['consume', '--broker', address, '--topic', 'empty', '--offset', 'latest', '--idle-timeout-ms', '800']);
     expect(c.code, c.stderr).toBe(0);

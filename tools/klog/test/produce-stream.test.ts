@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBroker, type Broker } from '@klog/broker';
-import { Producer } from '@klog/client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveTmux, klogMain, runKlog, startKlog, storedPayloads, waitFor } from './cli-run.js';
@@ -35,9 +34,7 @@ describe('klog produce', () => {
   });
 
   it('sends a line as it arrives: with stdin held open, the first line is consumed within 2 s', async () => {
-    const p = new Producer({ brokerList: address });
-    await p.partitionCount('stream'); // the topic exists before the consumer starts
-    await p.close();
+    await broker.logs.getOrCreateLog('stream', 0); // the topic exists before the consumer starts (as a produce creates it)
     // At log level info both say when they are ready: the consumer once it consumes, the producer once it reads.
     const env = { ...process.env, KLOG_LOG_LEVEL: 'info' };
     const consumer = startKlog(['consume', '--broker', address, '--topic', 'stream', '--max-messages', '1', '--max-wait-ms', '100'], env);
