@@ -6,6 +6,8 @@
 #                           the package lists and retrying once when the first try fails
 #   install_package PACKAGE WHAT
 #                           apt_install PACKAGE unless is_installed (the sourcing script's) holds
+#   package_command PACKAGE BIN VERSION_FLAG install|status
+#                           the whole command of a script whose package is one executable BIN
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then
@@ -44,4 +46,28 @@ install_package() {
   apt_install "$package"
   is_installed || { log "the package $package installed but $what is missing"; return 1; }
   log "installed $package"
+}
+
+# package_command PACKAGE BIN VERSION_FLAG install|status: the `install` and `status` commands of
+# a script whose Debian package brings one executable, BIN. `install` installs PACKAGE unless BIN
+# is there; `status` prints BIN and the first line of `BIN VERSION_FLAG` (exit 0), or says it is
+# missing (exit 3); anything else prints the usage (exit 2).
+package_command() {
+  local package=$1 bin=$2 version_flag=$3
+  is_installed() { [ -x "$bin" ]; }
+  case "${4:-}" in
+    install) install_package "$package" "$bin" ;;
+    status)
+      if is_installed; then
+        echo "$bin: $("$bin" "$version_flag" 2>/dev/null | head -1 || echo "version unknown")"
+        return 0
+      fi
+      echo "not installed ($bin missing): run '$0 install'"
+      return 3
+      ;;
+    *)
+      echo "usage: $0 install|status" >&2
+      return 2
+      ;;
+  esac
 }
