@@ -11,11 +11,8 @@ export function handleOffsets(ctx: BrokerContext, r: OffsetsRequest): Buffer {
   if (count === undefined) {
     return encodeOffsetsResponse(r.time === OffsetTime.Latest || r.time === OffsetTime.Earliest ? [0] : []);
   }
-  if (r.partition >= count) {
-    ctx.metrics.error(errorCodeName(ErrorCode.WrongPartition));
-    return encodeErrorResponse(ErrorCode.WrongPartition);
-  }
-  const log = ctx.logs.getLog(r.topic, r.partition);
+  // A partition past the topic's count (or one without a log) is WrongPartition.
+  const log = r.partition < count ? ctx.logs.getLog(r.topic, r.partition) : undefined;
   if (log === undefined) {
     ctx.metrics.error(errorCodeName(ErrorCode.WrongPartition));
     return encodeErrorResponse(ErrorCode.WrongPartition);
