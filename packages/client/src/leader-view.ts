@@ -214,7 +214,7 @@ export class MetadataLeaderView implements LeaderView {
       try {
         const res = await c.request(encodeTopicMetadataRequest([topic]));
         if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { topic, broker: c.address }, 'topic metadata request failed');
-        const answer = decodeTopicMetadataResponse(res.body);
+        const answer = decodeTopicMetadataResponse(res.errorCode, res.body);
         this.next = at;
         this.brokers = new Map(answer.brokers.map((b) => [b.brokerId, { brokerId: b.brokerId, host: b.host, port: b.port }]));
         const entry = answer.topics.find((t) => t.topic === topic);
