@@ -48,15 +48,6 @@ export function checkCreateTopic(request: CreateTopicRequest, liveBrokerIds: rea
   }
 }
 
-/** The refusal of a creation whose name is taken (docs/replication.md §3: one namespace for both kinds). */
-export function topicExistsRefusal(topic: string, existing: { readonly replicatedPartitions: number } | 'paper'): TopicRefusedError {
-  return new TopicRefusedError(
-    existing === 'paper'
-      ? `topic ${topic} already exists (a paper topic)`
-      : `topic ${topic} already exists (replicated, ${existing.replicatedPartitions} partition${existing.replicatedPartitions === 1 ? '' : 's'})`,
-  );
-}
-
 /** The refusal of `--delete` on a paper topic (docs/replication.md §15.1). */
 export function paperTopicDeleteRefusal(topic: string): TopicRefusedError {
   return new TopicRefusedError(`topic ${topic} is a paper topic: its logs belong to the brokers that hold them; stop them and delete LOG_DIR/${topic}-*`);

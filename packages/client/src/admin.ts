@@ -17,16 +17,19 @@
  */
 import { type Logger, silentLogger } from '@klog/logger';
 import {
-  AdminRequests,
+  AdminRequestRegistry,
   assignReplicas,
   BrokerRegistry,
   checkTopic,
+  newTopicId,
   type PartitionState,
+  PreferredLeaderElectionInProgressError,
   ReplicatedTopicRegistry,
   type TopicDefinition,
+  TopicExistsError,
   ZkClient,
 } from '@klog/zk-registry';
-import { checkCreateTopic, paperTopicDeleteRefusal, type PartitionStatus, partitionStatus, TopicRefusedError, topicExistsRefusal } from './admin-checks.js';
+import { checkCreateTopic, paperTopicDeleteRefusal, type PartitionStatus, partitionStatus, TopicRefusedError } from './admin-checks.js';
 import { KlogError, UnknownTopicError } from './errors.js';
 import { SimpleConsumer } from './simple-consumer.js';
 import { sleep } from './sleep.js';
@@ -150,21 +153,21 @@ export class Admin {
     checkTopic(topic);
     const zk = await this.zk();
     const topics = new ReplicatedTopicRegistry(zk, { logger: this.logger });
-    checkCreateTopic(options, []); // the counts and M ≤ R, before anything is read
-    await this.refuseTaken(zk, topics, topic);
     const live = (await new BrokerRegistry(zk, { logger: this.logger }).listBrokers()).map((b) => b.id);
     checkCreateTopic(options, live);
     const assignment = assignReplicas(live, options.partitions, options.replicationFactor);
-    let definition: TopicDefinition;
+    const definition: TopicDefinition = {
+      id: newTopicId(),
+      partitions: assignment,
+      ...(options.minInsyncReplicas !== undefined ? { minInsyncReplicas: options.minInsyncReplicas } : {}),
+      ...(options.uncleanLeaderElection !== undefined ? { uncleanLeaderElection: options.uncleanLeaderElection } : {}),
+      createdMs: Date.now(),
+    };
     try {
-      definition = await topics.createTopic(topic, {
-        partitions: assignment,
-        ...(options.minInsyncReplicas !== undefined ? { minInsyncReplicas: options.minInsyncReplicas } : {}),
-        ...(options.uncleanLeaderElection !== undefined ? { uncleanLeaderElection: options.uncleanLeaderElection } : {}),
-      });
+      await topics.createTopic(topic, definition);
     } catch (error) {
-      // Someone took the name between the check and the create.
-      await this.refuseTaken(zk, topics, topic);
+      // The name is taken, by either kind of topic (docs/replication.md §3, one namespace).
+      if (error instanceof TopicExistsError) throw new TopicRefusedError(error.message);
       throw error;
     }
     this.logger.info({ topic, id: definition.id, partitions: assignment.length }, 'topic definition written; waiting for the controller');
@@ -196,15 +199,15 @@ export class Admin {
     const zk = await this.zk();
     const topics = new ReplicatedTopicRegistry(zk, { logger: this.logger });
     const definition = await this.definitionOrRefuse(zk, topics, topic, paperTopicDeleteRefusal);
-    await new AdminRequests(zk, { logger: this.logger }).requestTopicDeletion(topic);
+    await new AdminRequestRegistry(zk, { logger: this.logger }).requestTopicDeletion(topic);
     const timeoutMs = options.timeoutMs ?? defaultAdminTimeoutMs;
     await this.waitFor(
       timeoutMs,
-      async () => ((await topics.getTopic(topic)) === undefined ? true : undefined),
+      async () => ((await topics.readDefinition(topic)) === undefined ? true : undefined),
       async () => `topic ${topic}: deletion asked, but the controller has not removed it within ${timeoutMs} ms (is a controller running? the request stays until one does)`,
     );
-    const n = Object.keys(definition.partitions).length;
-    return { topic, partitions: n, replicas: Object.values(definition.partitions).reduce((s, r) => s + r.length, 0) };
+    const n = definition.partitions.length;
+    return { topic, partitions: n, replicas: definition.partitions.reduce((s, r) => s + r.length, 0) };
   }
 
   /**
@@ -216,7 +219,7 @@ export class Admin {
     const zk = await this.zk();
     const registry = new ReplicatedTopicRegistry(zk, { logger: this.logger });
     const brokers = new BrokerRegistry(zk, { logger: this.logger });
-    const known = await brokers.listTopics();
+    const known = [...new Set([...(await brokers.listTopics()), ...(await registry.listTopics())])].sort();
     const names = topics ?? known;
     for (const t of names) if (!known.includes(t)) throw new UnknownTopicError(t, known);
     const live = new Map((await brokers.listBrokers()).map((b) => [b.id, b]));
@@ -224,16 +227,16 @@ export class Admin {
     try {
       const out: Array<ReplicatedTopicDescription | PaperTopicReference> = [];
       for (const topic of [...names].sort()) {
-        const definition = await registry.getTopic(topic);
+        const definition = await registry.readDefinition(topic);
         if (!definition) {
           out.push({ kind: 'paper', topic });
           continue;
         }
-        const n = Object.keys(definition.partitions).length;
+        const n = definition.partitions.length;
         const states = await this.states(registry, topic, n);
         const partitions = await Promise.all(
           Array.from({ length: n }, async (_x, p): Promise<PartitionDescription> => {
-            const replicas = definition.partitions[String(p)] ?? [];
+            const replicas = definition.partitions[p] ?? [];
             const s = states[p];
             const leader = s?.leader ?? -1;
             const isr = s?.isr ?? [];
@@ -255,7 +258,7 @@ export class Admin {
           kind: 'replicated',
           topic,
           id: definition.id,
-          replicationFactor: definition.partitions['0']?.length ?? 0,
+          replicationFactor: definition.partitions[0]?.length ?? 0,
           minInsyncReplicas: definition.minInsyncReplicas,
           partitions,
         });
@@ -281,16 +284,22 @@ export class Admin {
       await this.definitionOrRefuse(zk, registry, topic, (t) => new TopicRefusedError(`topic ${t} is a paper topic: its partitions have no leaders to elect`));
       names.push(topic);
     } else {
-      for (const t of await new BrokerRegistry(zk, { logger: this.logger }).listTopics()) if (await registry.getTopic(t)) names.push(t);
+      names.push(...(await registry.listTopics()));
     }
     const before = await this.allStates(registry, names);
-    const requests = new AdminRequests(zk, { logger: this.logger });
-    const partitions = topic === undefined ? 'all' : before.map((b) => ({ topic: b.topic, partition: b.partition }));
-    if (!(await requests.requestPreferredLeaderElection(partitions))) throw new TopicRefusedError('a preferred-leader election is already running: wait for it, then ask again');
+    const requests = new AdminRequestRegistry(zk, { logger: this.logger });
+    try {
+      await requests.requestPreferredLeaderElection(
+        topic === undefined ? { all: true } : { all: false, partitions: before.map((b) => ({ topic: b.topic, partition: b.partition })) },
+      );
+    } catch (error) {
+      if (error instanceof PreferredLeaderElectionInProgressError) throw new TopicRefusedError('a preferred-leader election is already running: wait for it, then ask again');
+      throw error;
+    }
     const timeoutMs = options.timeoutMs ?? defaultAdminTimeoutMs;
     await this.waitFor(
       timeoutMs,
-      async () => ((await requests.preferredLeaderElectionPending()) ? undefined : true),
+      async () => ((await requests.readPreferredLeaderElection()) ? undefined : true),
       async () => `preferred-leader election asked, but the controller has not finished it within ${timeoutMs} ms (is a controller running? the request stays until one does)`,
     );
     const after = await this.allStates(registry, names);
@@ -325,16 +334,9 @@ export class Admin {
     return this.session;
   }
 
-  /** Refuses a name taken by either kind of topic (docs/replication.md §3, one namespace). */
-  private async refuseTaken(zk: ZkClient, topics: ReplicatedTopicRegistry, topic: string): Promise<void> {
-    const definition = await topics.getTopic(topic);
-    if (definition) throw topicExistsRefusal(topic, { replicatedPartitions: Object.keys(definition.partitions).length });
-    if ((await new BrokerRegistry(zk, { logger: this.logger }).listTopics()).includes(topic)) throw topicExistsRefusal(topic, 'paper');
-  }
-
   /** The definition of a replicated topic; `paper` makes the refusal of a paper topic. */
   private async definitionOrRefuse(zk: ZkClient, topics: ReplicatedTopicRegistry, topic: string, paper: (t: string) => TopicRefusedError): Promise<TopicDefinition> {
-    const definition = await topics.getTopic(topic);
+    const definition = await topics.readDefinition(topic);
     if (definition) return definition;
     const known = await new BrokerRegistry(zk, { logger: this.logger }).listTopics();
     if (known.includes(topic)) throw paper(topic);
@@ -343,18 +345,18 @@ export class Admin {
 
   /** The state of partitions `0..n-1` (undefined where none is written yet). */
   private async states(topics: ReplicatedTopicRegistry, topic: string, n: number): Promise<Array<PartitionState | undefined>> {
-    return Promise.all(Array.from({ length: n }, (_x, p) => topics.getPartitionState(topic, p)));
+    return Promise.all(Array.from({ length: n }, async (_x, p) => (await topics.readPartitionState(topic, p))?.state));
   }
 
   /** Every partition of `names` with its replicas and leader, in topic then partition order. */
   private async allStates(registry: ReplicatedTopicRegistry, names: readonly string[]): Promise<Array<{ topic: string; partition: number; replicas: readonly number[]; leader: number }>> {
     const out: Array<{ topic: string; partition: number; replicas: readonly number[]; leader: number }> = [];
     for (const topic of names) {
-      const definition = await registry.getTopic(topic);
+      const definition = await registry.readDefinition(topic);
       if (!definition) continue;
-      const n = Object.keys(definition.partitions).length;
+      const n = definition.partitions.length;
       const states = await this.states(registry, topic, n);
-      for (let p = 0; p < n; p++) out.push({ topic, partition: p, replicas: definition.partitions[String(p)] ?? [], leader: states[p]?.leader ?? -1 });
+      for (let p = 0; p < n; p++) out.push({ topic, partition: p, replicas: definition.partitions[p] ?? [], leader: states[p]?.leader ?? -1 });
     }
     return out;
   }

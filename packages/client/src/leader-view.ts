@@ -122,16 +122,17 @@ export class ZkLeaderView extends EventEmitter implements LeaderView {
 
   private async read(topic: string, watch: boolean): Promise<ReplicatedTopicLeaders | undefined> {
     if (!this.brokers && this.ownBrokers.size === 0) this.ownBrokers = new Map((await this.brokerRegistry.listBrokers()).map((b) => [b.id, b]));
-    const definition = await this.registry.getTopic(topic);
+    const definition = await this.registry.readDefinition(topic);
     if (!definition) {
       this.last.delete(topic);
       return undefined;
     }
-    const n = Object.keys(definition.partitions).length;
+    const n = definition.partitions.length;
+    const states = await this.registry.readPartitionStates(topic);
     const partitions: PartitionLeadership[] = [];
     for (let p = 0; p < n; p++) {
-      const s = await this.registry.getPartitionState(topic, p);
-      partitions.push({ partition: p, leader: s?.leader ?? -1, leaderEpoch: s?.leaderEpoch ?? -1, replicas: definition.partitions[String(p)] ?? [], isr: s?.isr ?? [] });
+      const s = states.get(p)?.state;
+      partitions.push({ partition: p, leader: s?.leader ?? -1, leaderEpoch: s?.leaderEpoch ?? -1, replicas: definition.partitions[p] ?? [], isr: s?.isr ?? [] });
     }
     const leaders = { topic, partitions };
     this.last.set(topic, leaders);
@@ -144,7 +145,8 @@ export class ZkLeaderView extends EventEmitter implements LeaderView {
     const ws: ZkWatch[] = [];
     for (let p = 0; p < n; p++) {
       ws.push(
-        this.registry.watchPartitionState(topic, p, (s) => {
+        this.registry.watchPartitionState(topic, p, (node) => {
+          const s = node?.state;
           const cur = this.last.get(topic);
           if (this.closed || !cur) return;
           const partitions = [...cur.partitions];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkCreateTopic, paperTopicDeleteRefusal, partitionStatus, topicExistsRefusal } from '../src/admin-checks.js';
+import { checkCreateTopic, paperTopicDeleteRefusal, partitionStatus } from '../src/admin-checks.js';
 
 describe('checkCreateTopic (docs/replication.md §15.1)', () => {
   it('accepts R up to the live brokers and M up to R', () => {
@@ -25,9 +25,7 @@ describe('checkCreateTopic (docs/replication.md §15.1)', () => {
     expect(() => checkCreateTopic({ partitions: 1, replicationFactor: 1, minInsyncReplicas: 0 }, [0])).toThrow('--min-insync-replicas 0 must be an integer of at least 1');
   });
 
-  it('words the refusals of taken names and of deleting a paper topic', () => {
-    expect(topicExistsRefusal('events', { replicatedPartitions: 4 }).message).toBe('topic events already exists (replicated, 4 partitions)');
-    expect(topicExistsRefusal('clicks', 'paper').message).toBe('topic clicks already exists (a paper topic)');
+  it('words the refusal of deleting a paper topic', () => {
     expect(paperTopicDeleteRefusal('clicks').message).toBe(
       'topic clicks is a paper topic: its logs belong to the brokers that hold them; stop them and delete LOG_DIR/clicks-*',
     );
