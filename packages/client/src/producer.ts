@@ -141,10 +141,19 @@ export class Producer {
   /**
    * Where each partition of `topic` over the broker list lives: its number (0..N-1), its broker's
    * `host:port`, and its number on that broker (what FETCH and OFFSETS name). Asks as
-   * {@link partitionCount} does.
+   * {@link partitionCount} does. For a replicated topic: each partition with a live leader, at
+   * that leader.
    * @throws as {@link partitionCount}
    */
   async partitionBrokers(topic: string): Promise<{ readonly partition: number; readonly broker: string; readonly brokerPartition: number }[]> {
+    const replicated = await this.leaders.topic(topic);
+    if (replicated) {
+      // A replicated partition is where its leader is now (its number is the same on every replica).
+      return replicated.partitions.flatMap((p) => {
+        const a = p.leader >= 0 ? this.leaders.address(p.leader) : undefined;
+        return a ? [{ partition: p.partition, broker: `${a.host}:${a.port}`, brokerPartition: p.partition }] : [];
+      });
+    }
     return (await this.partitionsOf(topic)).map((t) => ({ partition: t.meta.partition, broker: t.broker.address, brokerPartition: t.brokerPartition }));
   }
 

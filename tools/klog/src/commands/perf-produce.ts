@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { KlogError, parseBrokerAddress, Producer, type ProducerRecord } from '@klog/client';
 import { createLogger } from '../logger.js';
+import type { AcksValue } from '../options.js';
 import { printLine } from '../output.js';
 import { formatLatency, intervalLine, LatencyRecorder, every } from '../perf-stats.js';
 import { createProgress, type Progress, RecentRate } from '../progress.js';
@@ -26,7 +27,7 @@ export interface PerfProduceOptions {
   batchSize: number;
   lingerMs: number;
   partitions?: number;
-  acks: 0 | 1 | 2;
+  acks: AcksValue;
   compression: 'none' | 'gzip';
   throughput?: number;
   reportingIntervalMs: number;
@@ -162,7 +163,7 @@ export async function perfProduce(opts: PerfProduceOptions): Promise<void> {
     report('produce', done, done * opts.size, seconds, opts.json, {
       size: opts.size,
       batchSize: opts.batchSize,
-      acks: opts.acks,
+      acks: opts.acks === -1 ? 'all' : opts.acks,
       compression: opts.compression,
       partitions: opts.partitions ?? partitions.length,
       ...(opts.throughput !== undefined && { throughput: opts.throughput }),
@@ -172,11 +173,13 @@ export async function perfProduce(opts: PerfProduceOptions): Promise<void> {
       storedBytes: stored.bytes,
       failed,
       interrupted,
+      leaderRetries: producer.leaderRetries,
     });
     if (opts.json !== true) {
       if (lat !== undefined) printLine(`perf produce: latency of acknowledged sends: ${formatLatency(lat)}`);
       else if (!acked) printLine('perf produce: acks 0: sends are not acknowledged, so there is no latency to report (use --acks 1)');
       if (interrupted) printLine(`perf produce: interrupted after ${sent} of ${opts.messages} messages`);
+      if (producer.leaderRetries > 0) printLine(`perf produce: ${producer.leaderRetries} retr${producer.leaderRetries === 1 ? 'y' : 'ies'} across leader changes`);
     }
     const mismatch = storedMismatch(done, stored);
     if (mismatch === undefined && opts.json !== true) printLine(`perf produce: the broker stored all ${stored.messages} messages (log ends checked)`);
