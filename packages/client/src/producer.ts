@@ -139,6 +139,15 @@ export class Producer {
   }
 
   /**
+   * Whether `topic` is a replicated topic (docs/replication.md §13): a broker of the list
+   * answered TOPIC_METADATA with its partitions.
+   * @throws KlogConnectionError when no broker of the list answers
+   */
+  async isReplicated(topic: string): Promise<boolean> {
+    return (await this.leaders.topic(topic)) !== undefined;
+  }
+
+  /**
    * Where each partition of `topic` over the broker list lives: its number (0..N-1), its broker's
    * `host:port`, and its number on that broker (what FETCH and OFFSETS name). Asks as
    * {@link partitionCount} does. For a replicated topic: each partition with a live leader, at
