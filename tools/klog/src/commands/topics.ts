@@ -15,7 +15,7 @@
  * is needed) is one line, `klog topics: <why>`, and exit code 1.
  */
 import type { Command } from 'commander';
-import { Admin, KlogError, type ReplicatedTopicDescription } from '@klog/client';
+import { Admin, KlogError, type ReplicatedTopicDescription, UnknownTopicError } from '@klog/client';
 import { allPartitions, BrokerRegistry, type ZkClient } from '@klog/zk-registry';
 import type { Logger } from 'pino';
 import { LogEnds, orDash, parseZkConnect, table, withZooKeeper } from '../cluster.js';
@@ -129,7 +129,9 @@ async function topics(opts: TopicsOptions): Promise<void> {
   const filter: DescribeFilter = opts.underReplicated ? 'under-replicated' : opts.unavailable ? 'unavailable' : 'all';
   const admin = new Admin({ zookeeper: opts.zookeeper, logger });
   try {
-    const described = await admin.describeTopics(one === undefined ? undefined : [one]);
+    const described = await admin.describeTopics(one === undefined ? undefined : [one]).catch((e: unknown) => {
+      throw e instanceof UnknownTopicError ? new KlogError(`topic ${e.topic} is not registered in ZooKeeper`) : e;
+    });
     const replicated = described.filter((d): d is ReplicatedTopicDescription => d.kind === 'replicated');
     if (one === undefined && filter !== 'all') {
       // Over every topic, the partitions kept go in one table with a TOPIC column; paper topics have none.
