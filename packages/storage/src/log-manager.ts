@@ -12,6 +12,7 @@ import { defaultFlushThreads, setFlushThreads } from './flusher.js';
 import { Log, type FlushEvent } from './log.js';
 import { lockLogDir } from './log-dir-lock.js';
 import { syncDir } from './segment.js';
+import { makeDirs } from './make-dirs.js';
 
 /**
  * Name of the file `close()` writes in the log directory. When present on start, the last
@@ -107,7 +108,7 @@ export class LogManager {
     setFlushThreads(full.flushThreads);
     const manager = new LogManager(full);
     const logger = manager.#logger;
-    await fs.promises.mkdir(full.logDir, { recursive: true });
+    await makeDirs(full.logDir);
     manager.#unlock = lockLogDir(full.logDir);
     const marker = path.join(full.logDir, cleanShutdownFileName);
     const clean = fs.existsSync(marker);
