@@ -17,7 +17,7 @@ import {
   type TopicDefinition,
   type ZkClient,
 } from '../src/index.js';
-import { captureLogger, connectClient, CuttableProxy, freshChroot, waitFor } from './helpers.js';
+import { captureLogger, connectClient, CuttableProxy, freshChroot, nextEvent, waitFor } from './helpers.js';
 
 function definition(partitions: number[][], extra: Partial<TopicDefinition> = {}): TopicDefinition {
   return { id: newTopicId(), partitions, createdMs: 1_764_600_000_000, ...extra };
@@ -257,5 +257,22 @@ describe('paper readers skip replicated topics (docs/replication.md §3, "Paper 
     // A paper topic registered first keeps its name: the definition's create fails.
     await broker.registerTopic('clicks', 0, 1);
     await expect(new ReplicatedTopicRegistry(zk).createTopic('clicks', definition([[0]]))).rejects.toBeInstanceOf(TopicExistsError);
+  });
+
+  it('a paper topic registered while ZooKeeper is away is still written once it is back', async () => {
+    const connectString = freshChroot();
+    await (await connectClient(connectString)).close(); // creates the chroot
+    const proxy = new CuttableProxy();
+    await proxy.start();
+    const chroot = connectString.slice(connectString.indexOf('/'));
+    const zk = await connectClient(`127.0.0.1:${proxy.port}${chroot}`, { sessionTimeoutMs: 20_000, operationTimeoutMs: 1000 });
+    const observer = await connectClient(connectString);
+    const port = proxy.port;
+    const disconnected = nextEvent(zk, 'disconnected');
+    await proxy.stop();
+    await disconnected;
+    await expect(new BrokerRegistry(zk).registerTopic('clicks', 0, 2)).rejects.toThrow(/not connected to ZooKeeper|no reply/);
+    await proxy.start(port);
+    await waitFor(async () => (await observer.exists(`${brokerTopicPath('clicks')}/0`)) !== undefined, 10_000, 'the registration written');
   });
 });
