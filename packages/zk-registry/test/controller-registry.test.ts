@@ -51,6 +51,26 @@ describe('controller election (docs/replication.md §5.1)', () => {
     expect((await reader.readControllerEpoch())?.epoch).toBe(4);
   });
 
+  it('tries again when it lost the epoch race to a controller that is already gone (no watch event is left to wake it)', async () => {
+    const connectString = freshChroot();
+    const [a, b] = await brokers(connectString, 2);
+    // Between a's read of /controller-epoch and a's multi, b wins epoch 1 and resigns.
+    const multi = a!.zk.multi.bind(a!.zk);
+    let interleaved = false;
+    a!.zk.multi = async (ops, options) => {
+      if (!interleaved) {
+        interleaved = true;
+        const leaseB = (await b!.registry.elect(2))!;
+        expect(await b!.registry.resign(leaseB)).toBe(true);
+      }
+      return multi(ops, options);
+    };
+    const lease = await a!.registry.elect(1);
+    expect(interleaved).toBe(true);
+    expect(lease).toMatchObject({ brokerId: 1, epoch: 2 });
+    expect(await b!.registry.readController()).toMatchObject({ brokerId: 1, epoch: 2 });
+  });
+
   it('fences a replaced controller: its multis fail on the epoch check and apply nothing', async () => {
     const connectString = freshChroot();
     const [a, b] = await brokers(connectString, 2);
