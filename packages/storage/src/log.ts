@@ -9,16 +9,19 @@
  * Visibility: `append` writes synchronously to the file, but consumers see only
  * `[earliestOffset, visibleEnd)`, and `visibleEnd` advances only after fdatasync of everything
  * appended before the sync started. So a read never returns unflushed or torn bytes.
+ *
+ * The flush policy and the visible end live in log-flush.ts, the read arithmetic in log-read.ts.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type Logger, silentLogger } from '@klog/logger';
 import { checkLogConfig, defaultLogConfig, type LogConfig } from './config.js';
-import { asStorageError, LogClosedError, LogOffsetOutOfRangeError } from './errors.js';
+import { asStorageError, LogClosedError } from './errors.js';
 import { FileRegion } from './file-region.js';
-import { flushTurns } from './flusher.js';
+import { LogFlushState, type FlushEvent } from './log-flush.js';
+import { locateRead, offsetsBefore } from './log-read.js';
 import { recoverSegment } from './recovery.js';
-import { findSegmentIndex, SegmentList } from './segment-list.js';
+import { SegmentList } from './segment-list.js';
 import { parseSegmentFileName, Segment, segmentFileSuffix, syncDir } from './segment.js';
 
 /** How to open a {@link Log}. */
@@ -40,24 +43,8 @@ export interface AppendResult {
   readonly nextOffset: number;
 }
 
-/** What one flush did, for metrics (docs/design.md §2 flush; see {@link Log.onFlushDone}). */
-export interface FlushEvent {
-  readonly topic: string;
-  readonly partition: number;
-  /** Wall time of the flush in ms: fdatasync of every segment with unsynced bytes. */
-  readonly durationMs: number;
-  /** Segments that were fdatasync'd (0 when nothing was unflushed). */
-  readonly segmentsSynced: number;
-  /** `visibleEnd` after the flush. */
-  readonly visibleEnd: number;
-  /** The fdatasync error when the flush failed (`visibleEnd` did not move then). */
-  readonly error?: unknown;
-}
-
-/** Time value of {@link Log.offsetsBefore} asking for the latest offset (docs/design.md §3 OFFSETS). */
-export const latestTime = -1;
-/** Time value of {@link Log.offsetsBefore} asking for the earliest offset (docs/design.md §3 OFFSETS). */
-export const earliestTime = -2;
+export type { FlushEvent } from './log-flush.js';
+export { earliestTime, latestTime } from './log-read.js';
 
 const emptyBuffer = Buffer.alloc(0);
 
@@ -67,24 +54,8 @@ export class Log {
   readonly config: Readonly<LogConfig>;
   /** The segments, oldest first; copy-on-write, never empty. */
   readonly #segments: SegmentList;
-  /** Flushed end offset: consumers see `[earliestOffset, visibleEnd)`. */
-  #visibleEnd: number;
-  /** Messages appended since the last flush started. */
-  #unflushedMessages = 0;
-  /** Fires `flushIntervalMs` after the first unflushed append (or a failed flush); unset when nothing waits. */
-  #flushTimer: NodeJS.Timeout | undefined;
-  /** Group commit: the flush asked for by an append while no flush ran, started after this turn's appends. */
-  #groupFlush: NodeJS.Immediate | undefined;
-  /** True while a flush's fdatasyncs run. */
-  #flushing = false;
-  /** A flush waiting behind the running one, not started yet; `flush()` calls join it. */
-  #queuedFlush: Promise<void> | undefined;
-  /** The last flush in the chain; flushes run one at a time. */
-  #flushTail: Promise<void> = Promise.resolve();
-  /** Called with the new `visibleEnd` after each advance. */
-  readonly #flushListeners = new Set<(visibleEnd: number) => void>();
-  /** Called after every flush, successful or not, with its timing. */
-  readonly #flushDoneListeners = new Set<(event: FlushEvent) => void>();
+  /** Visible end, flush policy and flush chain. */
+  readonly #flush: LogFlushState;
   /** Set by `close()`: no more appends or reads. */
   #closed = false;
   readonly #logger: Logger;
@@ -99,7 +70,7 @@ export class Log {
   ) {
     this.config = config;
     this.#segments = new SegmentList(segments);
-    this.#visibleEnd = segments[segments.length - 1]!.end;
+    this.#flush = new LogFlushState(topic, partition, this.#segments, config, logger, () => this.#closed);
     this.#logger = logger;
   }
 
@@ -181,7 +152,7 @@ export class Log {
 
   /** Flushed end: reads never return bytes at or past it. */
   get visibleEnd(): number {
-    return this.#visibleEnd;
+    return this.#flush.visibleEnd;
   }
 
   /** Number of segment files. */
@@ -219,10 +190,7 @@ export class Log {
     if (active.size > 0 && active.size + messageSet.length > this.config.segmentBytes) active = this.#roll();
     const offset = active.end;
     active.append(messageSet);
-    this.#unflushedMessages += messageCount;
-    if (this.config.flushPolicy === 'group') this.#groupCommit();
-    else if (this.#unflushedMessages >= this.config.flushMessages) this.#flushInBackground();
-    else this.#armFlushTimer();
+    this.#flush.appended(messageCount);
     return { offset, nextOffset: active.end };
   }
 
@@ -235,20 +203,7 @@ export class Log {
    * @throws the fdatasync error (`visibleEnd` stays; a retry is scheduled)
    */
   flush(): Promise<void> {
-    if (this.#queuedFlush !== undefined) return this.#queuedFlush;
-    const run = this.#flushTail.then(async () => {
-      // The target is taken once a turn is had: appends made while waiting join this flush.
-      const done = await flushTurns.take();
-      this.#queuedFlush = undefined;
-      try {
-        await this.#syncOnce();
-      } finally {
-        done();
-      }
-    });
-    this.#queuedFlush = run;
-    this.#flushTail = run.catch(() => {});
-    return run;
+    return this.#flush.flush();
   }
 
   /**
@@ -257,7 +212,7 @@ export class Log {
    * @throws RangeError when `offset` is past `logEndOffset`; the flush error
    */
   async flushedThrough(offset: number): Promise<void> {
-    while (this.#visibleEnd < offset) {
+    while (this.#flush.visibleEnd < offset) {
       if (offset > this.logEndOffset) throw new RangeError(`offset ${offset} is past the log end ${this.logEndOffset} of ${this.topic}-${this.partition}`);
       await this.flush();
     }
@@ -278,23 +233,10 @@ export class Log {
     return range === undefined ? emptyBuffer : range.segment.read(offset - range.segment.start, range.length);
   }
 
-  /**
-   * The segment holding `offset` and how many bytes from there a read may return (docs/design.md §3
-   * FETCH); undefined when there is nothing to read.
-   */
+  /** The segment holding `offset` and how many bytes from there a read may return (see `locateRead`). */
   #locate(offset: number, maxBytes: number): { segment: Segment; length: number } | undefined {
     if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
-    const view = this.#segments.view;
-    const end = this.#visibleEnd;
-    const earliest = view[0]!.start;
-    if (!Number.isSafeInteger(offset) || offset < earliest || offset > end) {
-      throw new LogOffsetOutOfRangeError(this.topic, this.partition, offset, earliest, end);
-    }
-    if (offset === end || maxBytes === 0) return undefined;
-    const segment = view[findSegmentIndex(view, offset)]!;
-    const length = Math.min(maxBytes, Math.min(segment.end, end) - offset);
-    return length > 0 ? { segment, length } : undefined; // length <= 0 only in a gap between segments, see open()
+    return locateRead(this.#segments.view, offset, maxBytes, this.#flush.visibleEnd, this.topic, this.partition);
   }
 
   /**
@@ -325,18 +267,7 @@ export class Log {
    *   (empty when no candidate is old enough)
    */
   offsetsBefore(time: number, maxOffsets: number): number[] {
-    const view = this.#segments.view;
-    const end = this.#visibleEnd;
-    const candidates: { offset: number; time: number }[] = [];
-    for (const s of view) if (s.start <= end) candidates.push({ offset: s.start, time: s.lastModifiedMs });
-    if (end > candidates[candidates.length - 1]!.offset) candidates.push({ offset: end, time: Date.now() });
-    let i: number;
-    if (time === latestTime) i = candidates.length - 1;
-    else if (time === earliestTime) i = 0;
-    else for (i = candidates.length - 1; i >= 0 && candidates[i]!.time > time; i--);
-    const out: number[] = [];
-    for (; i >= 0 && out.length < maxOffsets; i--) out.push(candidates[i]!.offset);
-    return out;
+    return offsetsBefore(this.#segments.view, this.#flush.visibleEnd, time, maxOffsets);
   }
 
   /**
@@ -345,8 +276,7 @@ export class Log {
    * @returns a function that unsubscribes
    */
   onFlush(listener: (visibleEnd: number) => void): () => void {
-    this.#flushListeners.add(listener);
-    return () => this.#flushListeners.delete(listener);
+    return this.#flush.onFlush(listener);
   }
 
   /**
@@ -355,8 +285,7 @@ export class Log {
    * @returns a function that unsubscribes
    */
   onFlushDone(listener: (event: FlushEvent) => void): () => void {
-    this.#flushDoneListeners.add(listener);
-    return () => this.#flushDoneListeners.delete(listener);
+    return this.#flush.onFlushDone(listener);
   }
 
   /**
@@ -373,7 +302,7 @@ export class Log {
   async deleteOldSegments(now: number): Promise<number> {
     if (this.#closed) return 0;
     const { retentionMs, retentionBytes } = this.config;
-    const visibleEnd = this.#visibleEnd;
+    const visibleEnd = this.#flush.visibleEnd;
     let view = this.#segments.view;
     let count = 0;
     while (count < view.length && now - view[count]!.lastModifiedMs > retentionMs && view[count]!.end <= visibleEnd) count++;
@@ -407,15 +336,12 @@ export class Log {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#clearFlushTimer();
-    if (this.#groupFlush !== undefined) clearImmediate(this.#groupFlush);
-    this.#groupFlush = undefined;
+    this.#flush.stopTimers();
     try {
       await this.flush();
     } finally {
       await Promise.all(this.#segments.view.map((s) => s.close()));
-      this.#flushListeners.clear();
-      this.#flushDoneListeners.clear();
+      this.#flush.clearListeners();
     }
   }
 
@@ -432,95 +358,5 @@ export class Log {
     previous.retire();
     this.#logger.debug({ topic: this.topic, partition: this.partition, segment: path.basename(segment.file) }, 'rolled new segment');
     return segment;
-  }
-
-  /**
-   * Group commit (docs/design.md §10): makes sure a flush will cover the bytes just appended.
-   * A flush already queued covers them; with one running, the next is queued behind it (and
-   * starts the moment it ends); with none, one starts after the appends of this turn.
-   */
-  #groupCommit(): void {
-    if (this.#queuedFlush !== undefined || this.#groupFlush !== undefined) return;
-    if (this.#flushing) {
-      this.#flushInBackground();
-      return;
-    }
-    this.#groupFlush = setImmediate(() => {
-      this.#groupFlush = undefined;
-      this.#flushInBackground();
-    });
-  }
-
-  /** One flush: see `flush()`. */
-  async #syncOnce(): Promise<void> {
-    this.#clearFlushTimer();
-    if (this.#groupFlush !== undefined) {
-      clearImmediate(this.#groupFlush);
-      this.#groupFlush = undefined;
-    }
-    this.#unflushedMessages = 0;
-    const view = this.#segments.view;
-    const target = view[view.length - 1]!.end;
-    if (target <= this.#visibleEnd) return; // a clean log: nothing to sync, nothing to tell
-    const started = performance.now();
-    const unsynced = view.filter((s) => s.syncedBytes < s.size);
-    this.#flushing = true;
-    try {
-      await Promise.all(unsynced.map((s) => s.sync()));
-    } catch (err) {
-      this.#flushing = false;
-      if (!this.#closed) this.#armFlushTimer();
-      this.#flushDone(started, unsynced.length, err);
-      throw err;
-    }
-    this.#flushing = false;
-    const advanced = target > this.#visibleEnd;
-    if (advanced) this.#visibleEnd = target;
-    this.#flushDone(started, unsynced.length, undefined);
-    if (!advanced) return;
-    for (const listener of this.#flushListeners) {
-      try {
-        listener(target);
-      } catch (err) {
-        this.#logger.error({ topic: this.topic, partition: this.partition, err }, 'flush listener threw');
-      }
-    }
-  }
-
-  #flushDone(started: number, segmentsSynced: number, error: unknown): void {
-    if (this.#flushDoneListeners.size === 0) return;
-    const event: FlushEvent = {
-      topic: this.topic,
-      partition: this.partition,
-      durationMs: performance.now() - started,
-      segmentsSynced,
-      visibleEnd: this.#visibleEnd,
-      ...(error !== undefined ? { error } : {}),
-    };
-    for (const listener of this.#flushDoneListeners) {
-      try {
-        listener(event);
-      } catch (err) {
-        this.#logger.error({ topic: this.topic, partition: this.partition, err }, 'flush-done listener threw');
-      }
-    }
-  }
-
-  #flushInBackground(): void {
-    this.flush().catch((err: unknown) => this.#logger.error({ topic: this.topic, partition: this.partition, err }, 'flush failed'));
-  }
-
-  #armFlushTimer(): void {
-    if (this.#flushTimer !== undefined) return;
-    this.#flushTimer = setTimeout(() => {
-      this.#flushTimer = undefined;
-      this.#flushInBackground();
-    }, this.config.flushIntervalMs);
-  }
-
-  #clearFlushTimer(): void {
-    if (this.#flushTimer === undefined) return;
-    clearTimeout(this.#flushTimer);
-    this.#flushTimer = undefined;
   }
 }
