@@ -37,9 +37,11 @@ export class LogFlushState {
   /** True while a flush's fdatasyncs run. */
   #flushing = false;
   /** A flush waiting behind the running one, not started yet; `flush()` calls join it. */
-  #queuedFlush: Promise<void> | undefined;
+  #queuedFlush: Promise<number> | undefined;
   /** The last flush in the chain; flushes run one at a time. */
-  #flushTail: Promise<void> = Promise.resolve();
+  #flushTail: Promise<unknown> = Promise.resolve();
+  /** Bumped by every truncation: a flush that started before one does not move `visibleEnd`. */
+  #generation = 0;
   /** Called with the new `visibleEnd` after each advance. */
   readonly #flushListeners = new Set<(visibleEnd: number) => void>();
   /** Called after every flush, successful or not, with its timing. */
@@ -75,8 +77,8 @@ export class LogFlushState {
     else this.#armFlushTimer();
   }
 
-  /** See `Log.flush`. */
-  flush(): Promise<void> {
+  /** See `Log.flush`. @returns `visibleEnd` once the flush is done */
+  flush(): Promise<number> {
     if (this.#queuedFlush !== undefined) return this.#queuedFlush;
     const run = this.#flushTail.then(async () => {
       // The target is taken once a turn is had: appends made while waiting join this flush.
@@ -87,10 +89,40 @@ export class LogFlushState {
       } finally {
         done();
       }
+      return this.#visibleEnd;
     });
     this.#queuedFlush = run;
     this.#flushTail = run.catch(() => {});
     return run;
+  }
+
+  /** Resolves once no flush runs or waits (a flush asked for meanwhile is waited for too). */
+  async idle(): Promise<void> {
+    for (let tail = this.#flushTail; ; tail = this.#flushTail) {
+      await tail;
+      if (tail === this.#flushTail) return;
+    }
+  }
+
+  /**
+   * The log was cut to `offset` (a follower's truncation, docs/replication.md §10): `visibleEnd`
+   * moves down to it if it was past it, and a flush that started before the cut does not move
+   * `visibleEnd` when it ends (its target named bytes that are gone).
+   */
+  truncated(offset: number): void {
+    this.#generation++;
+    this.#unflushedMessages = 0;
+    if (this.#visibleEnd > offset) this.#visibleEnd = offset;
+  }
+
+  /**
+   * A new log that starts empty at `offset` (`truncateFullyAndStartAt`): `visibleEnd` is `offset`,
+   * even when that is past where it was.
+   */
+  restartedAt(offset: number): void {
+    this.#generation++;
+    this.#unflushedMessages = 0;
+    this.#visibleEnd = offset;
   }
 
   /** Subscribes to `visibleEnd` advances: see `Log.onFlush`. */
@@ -146,6 +178,7 @@ export class LogFlushState {
     const view = this.segments.view;
     const target = view[view.length - 1]!.end;
     if (target <= this.#visibleEnd) return; // a clean log: nothing to sync, nothing to tell
+    const generation = this.#generation;
     const started = performance.now();
     const unsynced = view.filter((s) => s.syncedBytes < s.size);
     this.#flushing = true;
@@ -158,7 +191,7 @@ export class LogFlushState {
       throw err;
     }
     this.#flushing = false;
-    const advanced = target > this.#visibleEnd;
+    const advanced = generation === this.#generation && target > this.#visibleEnd;
     if (advanced) this.#visibleEnd = target;
     this.#flushDone(started, unsynced.length, undefined);
     if (!advanced) return;

@@ -53,14 +53,19 @@ export class Log {
   /** Settings this log runs with. */
   readonly config: Readonly<LogConfig>;
   /** The segments, oldest first; copy-on-write, never empty. */
-  readonly #segments: SegmentList;
+  protected readonly segments: SegmentList;
   /** Visible end, flush policy and flush chain. */
-  readonly #flush: LogFlushState;
+  protected readonly flushState: LogFlushState;
+  protected readonly logger: Logger;
   /** Set by `close()`: no more appends or reads. */
   #closed = false;
-  readonly #logger: Logger;
+  /** Start offset of the segment a retention roll is creating, while it does (see `#rollAsync`). */
+  #rollingAt: number | undefined;
+  /** The last retention run; they run one at a time. */
+  #retentionTail: Promise<number> = Promise.resolve(0);
 
-  private constructor(
+  /** Use {@link Log.open} or {@link Log.create} (a subclass passes the segments it loaded). */
+  protected constructor(
     readonly topic: string,
     readonly partition: number,
     readonly dir: string,
@@ -69,9 +74,9 @@ export class Log {
     logger: Logger,
   ) {
     this.config = config;
-    this.#segments = new SegmentList(segments);
-    this.#flush = new LogFlushState(topic, partition, this.#segments, config, logger, () => this.#closed);
-    this.#logger = logger;
+    this.segments = new SegmentList(segments);
+    this.flushState = new LogFlushState(topic, partition, this.segments, config, logger, () => this.#closed);
+    this.logger = logger;
   }
 
   /**
@@ -82,9 +87,18 @@ export class Log {
    * @throws RangeError for a bad config; file system errors
    */
   static open(options: LogOptions): Log {
-    const { dir, topic, partition } = options;
     const config = checkLogConfig({ ...defaultLogConfig, ...options.config });
     const logger = options.logger ?? silentLogger;
+    return new Log(options.topic, options.partition, options.dir, Log.loadSegments(options, logger), config, logger);
+  }
+
+  /**
+   * The segments of the log in `options.dir`, oldest first, as {@link Log.open} describes (the
+   * directory and an empty segment 0 created when missing, the last one recovered on request).
+   * @throws file system errors (every segment opened so far is closed then)
+   */
+  protected static loadSegments(options: LogOptions, logger: Logger): Segment[] {
+    const { dir, topic, partition } = options;
     fs.mkdirSync(dir, { recursive: true });
     const segments: Segment[] = [];
     try {
@@ -115,7 +129,7 @@ export class Log {
       for (const s of segments) void s.close();
       throw err;
     }
-    return new Log(topic, partition, dir, segments, config, logger);
+    return segments;
   }
 
   /**
@@ -141,33 +155,33 @@ export class Log {
 
   /** Start offset of the first segment. */
   get earliestOffset(): number {
-    return this.#segments.view[0]!.start;
+    return this.segments.view[0]!.start;
   }
 
   /** End of everything appended, flushed or not. */
   get logEndOffset(): number {
-    const view = this.#segments.view;
+    const view = this.segments.view;
     return view[view.length - 1]!.end;
   }
 
   /** Flushed end: reads never return bytes at or past it. */
   get visibleEnd(): number {
-    return this.#flush.visibleEnd;
+    return this.flushState.visibleEnd;
   }
 
   /** Number of segment files. */
   get segmentCount(): number {
-    return this.#segments.view.length;
+    return this.segments.view.length;
   }
 
   /** Total bytes of all segments. */
   get sizeInBytes(): number {
-    return this.#segments.view.reduce((sum, s) => sum + s.size, 0);
+    return this.segments.view.reduce((sum, s) => sum + s.size, 0);
   }
 
   /** Start offsets of the segments, oldest first (a snapshot). */
   segmentStarts(): number[] {
-    return this.#segments.view.map((s) => s.start);
+    return this.segments.view.map((s) => s.start);
   }
 
   /**
@@ -184,13 +198,13 @@ export class Log {
    */
   append(messageSet: Buffer, messageCount: number): AppendResult {
     if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
-    const view = this.#segments.view;
+    const view = this.segments.view;
     let active = view[view.length - 1]!;
     if (messageSet.length === 0) return { offset: active.end, nextOffset: active.end };
     if (active.size > 0 && active.size + messageSet.length > this.config.segmentBytes) active = this.#roll();
     const offset = active.end;
     active.append(messageSet);
-    this.#flush.appended(messageCount);
+    this.flushState.appended(messageCount);
     return { offset, nextOffset: active.end };
   }
 
@@ -199,11 +213,14 @@ export class Log {
    * unsynced bytes, then advance `visibleEnd` to the log end as it was when the sync started,
    * and tell the `onFlush` listeners. Flushes run one at a time; calls made while one runs
    * share the next one. At most `flush.threads` logs flush at once ({@link flushTurns}); a
-   * flush waiting for its turn takes its target when it gets it.
+   * flush waiting for its turn takes its target when it gets it. Whatever `flush.policy`,
+   * `flush.messages` and `flush.ms` say, a call flushes now: a follower flushes what each fetch
+   * brought this way (docs/replication.md §9.2).
+   * @returns `visibleEnd` once everything appended before the call is fdatasynced (the flushed end)
    * @throws the fdatasync error (`visibleEnd` stays; a retry is scheduled)
    */
-  flush(): Promise<void> {
-    return this.#flush.flush();
+  flush(): Promise<number> {
+    return this.flushState.flush();
   }
 
   /**
@@ -212,45 +229,59 @@ export class Log {
    * @throws RangeError when `offset` is past `logEndOffset`; the flush error
    */
   async flushedThrough(offset: number): Promise<void> {
-    while (this.#flush.visibleEnd < offset) {
+    while (this.flushState.visibleEnd < offset) {
       if (offset > this.logEndOffset) throw new RangeError(`offset ${offset} is past the log end ${this.logEndOffset} of ${this.topic}-${this.partition}`);
       await this.flush();
     }
   }
 
   /**
-   * Reads the message set bytes from `offset`: at most `maxBytes`, never past `visibleEnd`,
-   * never past the end of the segment that holds `offset` (a read that reaches a segment's end
-   * returns the rest of that segment, as Kafka 0.7 does). The result may end in a partial
-   * message; `offset` is not checked to be a message boundary. `offset === visibleEnd` gives
-   * an empty buffer (docs/design.md §3 FETCH).
+   * Reads the message set bytes from `offset`: at most `maxBytes`, never past `upTo` (by
+   * default `visibleEnd`), never past the end of the segment that holds `offset` (a read that
+   * reaches a segment's end returns the rest of that segment, as Kafka 0.7 does). The result may
+   * end in a partial message; `offset` is not checked to be a message boundary. `offset === upTo`
+   * gives an empty buffer (docs/design.md §3 FETCH).
    * @param maxBytes limit in bytes; 0 gives an empty buffer
-   * @throws LogOffsetOutOfRangeError when `offset` is outside `[earliestOffset, visibleEnd]`;
-   *   RangeError for a negative or non-integer `maxBytes`; LogClosedError after `close()`
+   * @param upTo the end of what may be read (docs/replication.md §8.3): `visibleEnd` for the
+   *   paper's consumers, the high watermark for a replicated partition's, `logEndOffset` (or the
+   *   start of a later epoch) for a follower's fetch; at most `logEndOffset`
+   * @throws LogOffsetOutOfRangeError when `offset` is outside `[earliestOffset, upTo]` (its `end`
+   *   is `upTo`); RangeError for a negative or non-integer `maxBytes`, or an `upTo` that is not an
+   *   integer or is past `logEndOffset`; LogClosedError after `close()`
    */
-  read(offset: number, maxBytes: number): Buffer {
-    const range = this.#locate(offset, maxBytes);
+  read(offset: number, maxBytes: number, upTo?: number): Buffer {
+    const range = this.#locate(offset, maxBytes, upTo);
     return range === undefined ? emptyBuffer : range.segment.read(offset - range.segment.start, range.length);
   }
 
-  /** The segment holding `offset` and how many bytes from there a read may return (see `locateRead`). */
-  #locate(offset: number, maxBytes: number): { segment: Segment; length: number } | undefined {
+  /** The segment holding `offset` and how many bytes from there a read up to `upTo` may return (see `locateRead`). */
+  #locate(offset: number, maxBytes: number, upTo: number | undefined): { segment: Segment; length: number } | undefined {
     if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
-    return locateRead(this.#segments.view, offset, maxBytes, this.#flush.visibleEnd, this.topic, this.partition);
+    const view = this.segments.view;
+    let end = this.flushState.visibleEnd;
+    if (upTo !== undefined) {
+      const logEnd = view[view.length - 1]!.end;
+      if (!Number.isSafeInteger(upTo) || upTo > logEnd) throw new RangeError(`upTo must be an integer at most the log end ${logEnd} of ${this.topic}-${this.partition}, got ${upTo}`);
+      end = upTo;
+    }
+    return locateRead(view, offset, maxBytes, end, this.topic, this.partition);
   }
 
   /**
    * The same bytes as {@link Log.read}, as a pinned range of the segment file instead of a copy,
    * for sending with sendfile(2) or the read-and-write fallback (docs/design.md §3, the read path). The
    * region's segment cannot be closed until the region is released, even when retention deletes
-   * it; the caller must call `release()` exactly once, also on error paths.
+   * it; the caller must call `release()` exactly once, also on error paths. The region's
+   * `segmentStart` is the start offset of the segment holding the bytes (REPLICA_FETCH's
+   * `segmentStart`, docs/replication.md §6.3).
    * @param maxBytes limit in bytes; 0 gives an empty region
-   * @returns a region of `min(maxBytes, rest of the segment, visibleEnd − offset)` bytes; an
-   *   empty region (nothing pinned) at the visible end
+   * @param upTo the end of what may be read, by default `visibleEnd`: see {@link Log.read}
+   * @returns a region of `min(maxBytes, rest of the segment, upTo − offset)` bytes; an empty
+   *   region (nothing pinned) at `upTo`
    * @throws the same errors as {@link Log.read}
    */
-  readRange(offset: number, maxBytes: number): FileRegion {
-    const range = this.#locate(offset, maxBytes);
+  readRange(offset: number, maxBytes: number, upTo?: number): FileRegion {
+    const range = this.#locate(offset, maxBytes, upTo);
     if (range === undefined) return FileRegion.empty(offset);
     range.segment.pin();
     return new FileRegion(range.segment, offset, offset - range.segment.start, range.length);
@@ -267,7 +298,7 @@ export class Log {
    *   (empty when no candidate is old enough)
    */
   offsetsBefore(time: number, maxOffsets: number): number[] {
-    return offsetsBefore(this.#segments.view, this.#flush.visibleEnd, time, maxOffsets);
+    return offsetsBefore(this.segments.view, this.flushState.visibleEnd, time, maxOffsets);
   }
 
   /**
@@ -276,7 +307,7 @@ export class Log {
    * @returns a function that unsubscribes
    */
   onFlush(listener: (visibleEnd: number) => void): () => void {
-    return this.#flush.onFlush(listener);
+    return this.flushState.onFlush(listener);
   }
 
   /**
@@ -285,7 +316,7 @@ export class Log {
    * @returns a function that unsubscribes
    */
   onFlushDone(listener: (event: FlushEvent) => void): () => void {
-    return this.#flush.onFlushDone(listener);
+    return this.flushState.onFlushDone(listener);
   }
 
   /**
@@ -299,30 +330,40 @@ export class Log {
    * @param now ms since the epoch
    * @returns the number of segments deleted
    */
-  async deleteOldSegments(now: number): Promise<number> {
+  deleteOldSegments(now: number): Promise<number> {
+    const run = this.#retentionTail.then(() => this.#deleteOldSegments(now));
+    this.#retentionTail = run.catch(() => 0);
+    return run;
+  }
+
+  /** One retention run (they run one at a time): see {@link Log.deleteOldSegments}. */
+  async #deleteOldSegments(now: number): Promise<number> {
     if (this.#closed) return 0;
     const { retentionMs, retentionBytes } = this.config;
-    const visibleEnd = this.#flush.visibleEnd;
-    let view = this.#segments.view;
-    let count = 0;
-    while (count < view.length && now - view[count]!.lastModifiedMs > retentionMs && view[count]!.end <= visibleEnd) count++;
-    if (count === view.length) {
-      if (view[count - 1]!.size > 0) {
-        this.#roll();
-        view = this.#segments.view;
-      } else {
-        count--;
-      }
+    const aged = (view: readonly Segment[], visibleEnd: number): number => {
+      let n = 0;
+      while (n < view.length && now - view[n]!.lastModifiedMs > retentionMs && view[n]!.end <= visibleEnd) n++;
+      return n;
+    };
+    let view = this.segments.view;
+    let count = aged(view, this.flushState.visibleEnd);
+    if (count === view.length && view[count - 1]!.size > 0) {
+      await this.#rollAsync();
+      if (this.#closed) return 0;
+      view = this.segments.view;
+      count = aged(view, this.flushState.visibleEnd);
     }
+    if (count === view.length) count--; // the last segment stays: empty, or appended to while the roll ran
+    const visibleEnd = this.flushState.visibleEnd;
     if (retentionBytes >= 0) {
       let total = 0;
       for (let i = count; i < view.length; i++) total += view[i]!.size;
       while (count < view.length - 1 && total > retentionBytes && view[count]!.end <= visibleEnd) total -= view[count++]!.size;
     }
     if (count === 0) return 0;
-    const dropped = this.#segments.dropFront(count);
+    const dropped = this.segments.dropFront(count);
     for (const s of dropped) {
-      this.#logger.info({ topic: this.topic, partition: this.partition, segment: path.basename(s.file), bytes: s.size, lastModifiedMs: s.lastModifiedMs }, 'retention deleting segment');
+      this.logger.info({ topic: this.topic, partition: this.partition, segment: path.basename(s.file), bytes: s.size, lastModifiedMs: s.lastModifiedMs }, 'retention deleting segment');
     }
     await Promise.all(dropped.map((s) => s.delete()));
     return count;
@@ -336,27 +377,87 @@ export class Log {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#flush.stopTimers();
+    this.flushState.stopTimers();
     try {
       await this.flush();
     } finally {
-      await Promise.all(this.#segments.view.map((s) => s.close()));
-      this.#flush.clearListeners();
+      await Promise.all(this.segments.view.map((s) => s.close()));
+      this.flushState.clearListeners();
     }
   }
 
+  /** True once `close()` has been called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /**
-   * Starts a new empty segment at the log end and makes it the active one; the previous one is
-   * retired (its descriptor closes once it is synced and unread). The new file's directory entry
-   * is fsynced by its first flush (see `Segment.sync`).
+   * Makes `segment` (new, empty, starting at the log end) the active one; the previous one is
+   * retired (its descriptor closes once it is synced and unread).
+   */
+  protected installSegment(segment: Segment): void {
+    const view = this.segments.view;
+    const previous = view[view.length - 1]!;
+    this.segments.append(segment);
+    previous.retire();
+    this.logger.debug({ topic: this.topic, partition: this.partition, segment: path.basename(segment.file) }, 'rolled new segment');
+  }
+
+  /**
+   * Starts a new empty segment at the log end and makes it the active one (an append that would
+   * pass `segmentBytes`). The new file's directory entry is fsynced by its first flush (see
+   * `Segment.sync`). When a retention roll is creating the file of that name, this one opens it
+   * instead of failing on it (see `#rollAsync`).
    */
   #roll(): Segment {
-    const view = this.#segments.view;
-    const previous = view[view.length - 1]!;
-    const segment = Segment.create(this.dir, this.logEndOffset);
-    this.#segments.append(segment);
-    previous.retire();
-    this.#logger.debug({ topic: this.topic, partition: this.partition, segment: path.basename(segment.file) }, 'rolled new segment');
+    const start = this.logEndOffset;
+    const segment = Segment.create(this.dir, start, this.#rollingAt !== start);
+    this.installSegment(segment);
     return segment;
+  }
+
+  /**
+   * Retention's roll (docs/design.md §2) without blocking the event loop (docs/architecture.md:
+   * file work off the request path): creates and opens the segment named by the log end, fsyncs
+   * the directory, and makes it active, unless an append came meanwhile. Then the log has moved
+   * on: the file is either the one that append rolled to (it is kept) or names no segment (it is
+   * removed, and the directory fsynced).
+   * @returns true when the roll happened
+   */
+  async #rollAsync(): Promise<boolean> {
+    const view = this.segments.view;
+    const previous = view[view.length - 1]!;
+    const start = previous.end;
+    let segment: Segment | undefined;
+    this.#rollingAt = start;
+    try {
+      segment = await Segment.createAsync(this.dir, start, { open: true });
+      await syncDir(this.dir);
+    } catch (err) {
+      if (segment === undefined && this.segments.view.at(-1)!.start === start) return false; // an append's roll made it first
+      if (segment !== undefined) await this.#dropRolledFile(segment);
+      throw err;
+    } finally {
+      this.#rollingAt = undefined;
+    }
+    const active = this.segments.view.at(-1)!;
+    if (active.file === segment.file) {
+      await segment.close(); // an append rolled to the same file meanwhile and holds it
+      return false;
+    }
+    if (this.#closed || active !== previous || previous.end !== start) {
+      await this.#dropRolledFile(segment);
+      return false;
+    }
+    this.installSegment(segment);
+    return true;
+  }
+
+  /** Closes and removes a segment file a roll made but did not install, unless the log holds that file. */
+  async #dropRolledFile(segment: Segment): Promise<void> {
+    await segment.close();
+    if (this.segments.view.some((s) => s.file === segment.file)) return;
+    await fs.promises.rm(segment.file, { force: true });
+    await syncDir(this.dir);
   }
 }
