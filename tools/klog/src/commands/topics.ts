@@ -18,7 +18,7 @@ import type { Command } from 'commander';
 import { Admin, KlogError, type ReplicatedTopicDescription, UnknownTopicError } from '@klog/client';
 import { allPartitions, BrokerRegistry, type ZkClient } from '@klog/zk-registry';
 import type { Logger } from 'pino';
-import { LogEnds, orDash, parseZkConnect, table, withZooKeeper } from '../cluster.js';
+import { LogEnds, orDash, table, withZooKeeper, zookeeperOption } from '../cluster.js';
 import { createLogger } from '../logger.js';
 import { intParser, parseTopic, UsageError } from '../options.js';
 import {
@@ -52,7 +52,7 @@ export function registerTopics(program: Command): void {
   program
     .command('topics')
     .description('list, describe, create and delete topics; elect preferred leaders of replicated topics')
-    .requiredOption('--zookeeper <connect>', 'ZooKeeper connect string host:port[,host:port...][/chroot]', parseZkConnect)
+    .addOption(zookeeperOption())
     .option('--describe [topic]', 'describe this topic (or every topic): partitions, leaders, ISRs, high watermarks / log ends', parseTopic)
     .option('--create', 'create the replicated topic --topic (with --partitions and --replication-factor)')
     .option('--delete', 'delete the replicated topic --topic (the controller removes its replicas)')
