@@ -6,15 +6,14 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Admin, Producer } from '@klog/client';
 import { BrokerRegistry, OffsetRegistry, OwnershipRegistry, ZkClient } from '@klog/zk-registry';
-import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
-import { ControllerStandIn } from '../../../packages/client/test/controller-stand-in.js';
-import { startTestBroker, type TestBroker } from '../../../packages/client/test/helpers.js';
+import { assertZooKeeperRunning, ControllerStandIn, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { runKlog } from './cli-run.js';
+import { type RealBroker, startRealBroker } from './replicated-brokers.js';
 
 let connect: string;
 let zk: ZkClient;
 let controller: ControllerStandIn;
-let real: TestBroker;
+let real: RealBroker;
 
 beforeAll(async () => {
   await assertZooKeeperRunning();
@@ -23,7 +22,7 @@ beforeAll(async () => {
 beforeEach(async () => {
   connect = testConnectString('klog-groups-repl');
   zk = await ZkClient.connect(connect);
-  real = await startTestBroker({ numPartitions: 2 });
+  real = await startRealBroker(2);
   await new BrokerRegistry(zk).registerBroker(1, real.host, real.port);
   controller = new ControllerStandIn(zk).start();
 });
