@@ -51,7 +51,11 @@ function view(i: ViewInput): ControllerView {
 
 const events: TopicModel = { topic: 'events', id: '5f0c3a9e12b7d604', replicas: [[1, 2, 0], [2, 0, 1]], minInsyncReplicas: 2 };
 
-const eligible = (live: number[], unclean = false, down: number[] = []) => ({ isLive: (b: number) => live.includes(b), isShuttingDown: (b: number) => down.includes(b), unclean });
+const eligible = (live: number[], unclean = false, down: number[] = []) => ({
+  isLive: (b: number) => live.includes(b),
+  isShuttingDown: (b: number) => down.includes(b),
+  unclean,
+});
 
 describe('electLeader (§5.4)', () => {
   it('takes the first replica that is in the ISR and live, and drops the others that cannot lead from the ISR', () => {

@@ -29,7 +29,7 @@ describe('EventQueue', () => {
   it('clear drops the events not started yet', async () => {
     const q = new EventQueue(pino({ level: 'silent' }));
     const log: string[] = [];
-    q.put({ name: 'a', run: async () => { log.push('a'); q.clear(); } });
+    q.put({ name: 'a', run: async () => { await new Promise((r) => setTimeout(r, 5)); log.push('a'); q.clear(); } });
     q.put({ name: 'b', run: async () => void log.push('b') });
     await q.idle();
     expect(log).toEqual(['a']);

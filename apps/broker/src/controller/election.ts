@@ -59,7 +59,11 @@ export function orderedIsr(replicas: readonly number[], isr: readonly number[]):
 }
 
 /** The state after a controller write: the given fields, `leaderEpoch + 1`, this controller's epoch. */
-export function nextState(state: PartitionStateValue, controllerEpoch: number, change: { leader?: number; isr?: readonly number[]; new?: boolean }): PartitionStateValue {
+export function nextState(
+  state: PartitionStateValue,
+  controllerEpoch: number,
+  change: { leader?: number; isr?: readonly number[]; new?: boolean },
+): PartitionStateValue {
   return {
     leader: change.leader ?? state.leader,
     leaderEpoch: state.leaderEpoch + 1,
