@@ -106,7 +106,7 @@ export interface BrokerChanges {
 }
 
 /** Compares two readings of the live brokers (§5.2: a new `czxid` is gone, then back). */
-export function brokerChanges(before: ReadonlyMap<number, bigint>, after: ReadonlyMap<number, bigint>): BrokerChanges {
+export function brokerChanges(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): BrokerChanges {
   const gone = [...before].filter(([b, epoch]) => after.get(b) !== epoch).map(([b]) => b);
   const back = [...after].filter(([b, epoch]) => before.get(b) !== epoch).map(([b]) => b);
   return { gone: gone.sort((a, b) => a - b), back: back.sort((a, b) => a - b), bounced: gone.filter((b) => after.has(b)).sort((a, b) => a - b) };

@@ -7,16 +7,14 @@
  * how one broker is reached: over a socket, or, for the controller's own broker, its handlers
  * called in-process.
  */
+import type { PartitionErrorsResponse } from '@klog/protocol';
 import { retry } from '@klog/retry';
 import type { Logger } from 'pino';
 import type { LeaderAndIsrBody, LeaderAndIsrPartition, StopReplicaBody } from './requests.js';
 import { partitionKey } from './view.js';
 
 /** The answer of LEADER_AND_ISR and STOP_REPLICA: an error code, and one per partition (§6.1, §6.2). */
-export interface PartitionErrorsAnswer {
-  readonly errorCode: number;
-  readonly partitions: readonly { readonly topic: string; readonly partition: number; readonly errorCode: number }[];
-}
+export type PartitionErrorsAnswer = PartitionErrorsResponse;
 
 /** How the controller reaches one broker. A method rejects with a `retriable` error when the request may be sent again. */
 export interface RequestTarget {

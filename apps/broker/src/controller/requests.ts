@@ -2,47 +2,18 @@
  * The bodies of the controller's requests (docs/replication.md §6.1, §6.2), built from its view:
  * pure, no I/O. request-sender.ts encodes and sends them.
  */
+import type { BrokerAddress, LeaderAndIsrRequest, PartitionState, StopReplicaRequest } from '@klog/protocol';
 import type { StopReplicaOrder } from './plan.js';
 import { parsePartitionKey, type ControllerView } from './view.js';
 
 /** One partition of a LEADER_AND_ISR (§6.1). */
-export interface LeaderAndIsrPartition {
-  readonly topic: string;
-  readonly topicId: string;
-  readonly partition: number;
-  readonly leader: number;
-  readonly leaderEpoch: number;
-  /** ZooKeeper version of the state node after the controller's write. */
-  readonly stateVersion: number;
-  readonly minInsyncReplicas: number;
-  readonly isNew: boolean;
-  readonly replicas: readonly number[];
-  readonly isr: readonly number[];
-}
-
+export type LeaderAndIsrPartition = PartitionState;
 /** A broker address in a LEADER_AND_ISR. */
-export interface LeaderAddress {
-  readonly brokerId: number;
-  readonly host: string;
-  readonly port: number;
-}
-
+export type LeaderAddress = BrokerAddress;
 /** A LEADER_AND_ISR (type 16) body. */
-export interface LeaderAndIsrBody {
-  readonly controllerId: number;
-  readonly controllerEpoch: number;
-  readonly partitions: readonly LeaderAndIsrPartition[];
-  /** Address of every live leader named in `partitions`. */
-  readonly brokers: readonly LeaderAddress[];
-}
-
+export type LeaderAndIsrBody = LeaderAndIsrRequest;
 /** A STOP_REPLICA (type 17) body. */
-export interface StopReplicaBody {
-  readonly controllerId: number;
-  readonly controllerEpoch: number;
-  readonly delete: boolean;
-  readonly partitions: readonly { readonly topic: string; readonly partition: number; readonly leaderEpoch: number }[];
-}
+export type StopReplicaBody = StopReplicaRequest;
 
 /** The LEADER_AND_ISR entry of `key` as the view holds it, or undefined when the view has no such partition. */
 export function leaderAndIsrPartition(view: ControllerView, key: string): LeaderAndIsrPartition | undefined {

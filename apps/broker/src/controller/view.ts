@@ -24,7 +24,7 @@ export interface PartitionStateValue {
 export interface LiveBroker {
   readonly id: number;
   /** The `czxid` of the registration: a new value each time the broker registers. */
-  readonly epoch: bigint;
+  readonly epoch: number;
   readonly host: string;
   readonly port: number;
 }
