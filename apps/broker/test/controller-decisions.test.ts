@@ -21,7 +21,7 @@ import { offlinePartitionCount, type ControllerView, type PartitionModel, type P
 const epoch = 7;
 
 function st(leader: number, isr: number[], leaderEpoch = 3, extra: Partial<PartitionStateValue> = {}): PartitionStateValue {
-  return { leader, leaderEpoch, isr, controllerEpoch: 6, new: false, ...extra };
+  return { leader, leaderEpoch, isr, controllerEpoch: 6, isNew: false, ...extra };
 }
 
 interface ViewInput {
@@ -35,7 +35,7 @@ interface ViewInput {
 
 function view(i: ViewInput): ControllerView {
   const live = i.live ?? [0, 1, 2];
-  const partitions = new Map<string, PartitionModel>(Object.entries(i.states ?? {}).map(([k, state]) => [k, { state, version: 4 }]));
+  const partitions = new Map<string, PartitionModel>(Object.entries(i.states ?? {}).map(([k, state]) => [k, { state, stateVersion: 4 }]));
   return {
     controllerId: 0,
     controllerEpoch: epoch,
@@ -73,7 +73,7 @@ describe('electLeader (§5.4)', () => {
     expect(electLeader([1, 2, 0], st(1, [1]), eligible([], true))).toEqual({ kind: 'offline' });
   });
   it('a new partition takes the first live replica, in the ISR or not', () => {
-    expect(electLeader([1, 2, 0], st(1, [1], 0, { new: true }), eligible([0, 2]))).toEqual({ kind: 'leader', leader: 2, isr: [2], unclean: false });
+    expect(electLeader([1, 2, 0], st(1, [1], 0, { isNew: true }), eligible([0, 2]))).toEqual({ kind: 'leader', leader: 2, isr: [2], unclean: false });
   });
   it('never takes the excluded broker', () => {
     expect(electLeader([1, 2, 0], st(1, [1, 2]), eligible([0, 1, 2]), 1)).toMatchObject({ leader: 2 });
@@ -84,14 +84,14 @@ describe('a new topic (§5.3)', () => {
   it('creates each partition led by the first live replica, ISR [leader], epoch 0, new, and tells every live replica', () => {
     const plan = decideNewTopic(view({ live: [0, 2] }), 'events');
     expect(plan.writes).toEqual([
-      { key: 'events/0', state: { leader: 2, leaderEpoch: 0, isr: [2], controllerEpoch: epoch, new: true }, expectedVersion: -1, reason: 'new-topic' },
-      { key: 'events/1', state: { leader: 2, leaderEpoch: 0, isr: [2], controllerEpoch: epoch, new: true }, expectedVersion: -1, reason: 'new-topic' },
+      { key: 'events/0', state: { leader: 2, leaderEpoch: 0, isr: [2], controllerEpoch: epoch, isNew: true }, expectedVersion: -1, reason: 'new-topic' },
+      { key: 'events/1', state: { leader: 2, leaderEpoch: 0, isr: [2], controllerEpoch: epoch, isNew: true }, expectedVersion: -1, reason: 'new-topic' },
     ]);
     expect(plan.leaderAndIsr).toEqual(new Map([[2, ['events/0', 'events/1']], [0, ['events/0', 'events/1']]]));
   });
   it('creates a partition with no live replica offline: leader −1, ISR []', () => {
     const plan = decideNewTopic(view({ live: [5] }), 'events');
-    expect(plan.writes[0]).toEqual({ key: 'events/0', state: { leader: -1, leaderEpoch: 0, isr: [], controllerEpoch: epoch, new: true }, expectedVersion: -1 });
+    expect(plan.writes[0]).toEqual({ key: 'events/0', state: { leader: -1, leaderEpoch: 0, isr: [], controllerEpoch: epoch, isNew: true }, expectedVersion: -1 });
   });
   it('leaves partitions that already have a state alone, and topics being deleted', () => {
     expect(decideNewTopic(view({ states: { 'events/0': st(1, [1]) } }), 'events').writes.map((w) => w.key)).toEqual(['events/1']);
@@ -105,7 +105,7 @@ describe('on becoming controller (§5.3)', () => {
     const plan = decideOnBecomingController(v);
     const writes = new Map(plan.writes.map((w) => [w.key, w]));
     expect(writes.get('events/0')).toMatchObject({ state: { leader: 2, leaderEpoch: 4, isr: [2, 0], controllerEpoch: epoch }, expectedVersion: 4, reason: 'failure' });
-    expect(writes.get('events/1')).toMatchObject({ state: { leader: 2, leaderEpoch: 0, new: true }, expectedVersion: -1 });
+    expect(writes.get('events/1')).toMatchObject({ state: { leader: 2, leaderEpoch: 0, isNew: true }, expectedVersion: -1 });
     expect(writes.get('fresh/0')).toMatchObject({ state: { leader: 0, isr: [0] }, reason: 'new-topic' });
     expect(plan.leaderAndIsr.get(0)?.sort()).toEqual(['events/0', 'events/1', 'fresh/0']);
     expect(plan.leaderAndIsr.get(2)?.sort()).toEqual(['events/0', 'events/1']);
@@ -172,8 +172,8 @@ describe('a broker back (§5.3)', () => {
     expect(plan.leaderAndIsr.get(1)).toEqual(['events/0', 'events/1']);
   });
   it('a new partition created offline is led by its first replica to register', () => {
-    const plan = decideBrokerChange(view({ live: [0], states: { 'events/0': st(-1, [], 0, { new: true }) } }), { gone: [], back: [0], bounced: [] });
-    expect(plan.writes[0]!.state).toEqual({ leader: 0, leaderEpoch: 1, isr: [0], controllerEpoch: epoch, new: true });
+    const plan = decideBrokerChange(view({ live: [0], states: { 'events/0': st(-1, [], 0, { isNew: true }) } }), { gone: [], back: [0], bounced: [] });
+    expect(plan.writes[0]!.state).toEqual({ leader: 0, leaderEpoch: 1, isr: [0], controllerEpoch: epoch, isNew: true });
   });
 });
 

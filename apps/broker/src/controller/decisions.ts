@@ -57,7 +57,7 @@ function createPartitions(plan: Plan, topic: TopicModel): void {
     const replicas = topic.replicas[parsePartitionKey(key).partition]!;
     const e = eligibility(view, key);
     const leader = replicas.find((b) => canLead(b, e)) ?? -1;
-    plan.write(key, { leader, leaderEpoch: 0, isr: leader === -1 ? [] : [leader], controllerEpoch: view.controllerEpoch, new: true }, leader === -1 ? undefined : 'new-topic');
+    plan.write(key, { leader, leaderEpoch: 0, isr: leader === -1 ? [] : [leader], controllerEpoch: view.controllerEpoch, isNew: true }, leader === -1 ? undefined : 'new-topic');
     plan.notifyReplicas(key);
   }
 }

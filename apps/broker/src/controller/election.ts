@@ -39,7 +39,7 @@ export function canLead(b: number, e: Eligibility): boolean {
  */
 export function electLeader(replicas: readonly number[], state: PartitionStateValue, e: Eligibility, exclude?: number): Election {
   const eligible = (b: number): boolean => b !== exclude && canLead(b, e);
-  if (state.new) {
+  if (state.isNew) {
     const first = replicas.find(eligible);
     return first === undefined ? { kind: 'offline' } : { kind: 'leader', leader: first, isr: [first], unclean: false };
   }
@@ -62,14 +62,14 @@ export function orderedIsr(replicas: readonly number[], isr: readonly number[]):
 export function nextState(
   state: PartitionStateValue,
   controllerEpoch: number,
-  change: { leader?: number; isr?: readonly number[]; new?: boolean },
+  change: { leader?: number; isr?: readonly number[]; isNew?: boolean },
 ): PartitionStateValue {
   return {
     leader: change.leader ?? state.leader,
     leaderEpoch: state.leaderEpoch + 1,
     isr: change.isr ?? state.isr,
     controllerEpoch,
-    new: change.new ?? state.new,
+    isNew: change.isNew ?? state.isNew,
   };
 }
 

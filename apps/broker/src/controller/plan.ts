@@ -57,7 +57,7 @@ export class Plan {
     this.#writes.set(key, {
       key,
       state: merged,
-      expectedVersion: model?.version ?? -1,
+      expectedVersion: model?.stateVersion ?? -1,
       ...(why !== undefined ? { reason: why } : {}),
       ...(unclean !== undefined ? { uncleanFromIsr: unclean } : {}),
     });

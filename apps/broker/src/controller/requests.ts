@@ -28,9 +28,9 @@ export function leaderAndIsrPartition(view: ControllerView, key: string): Leader
     partition,
     leader: p.state.leader,
     leaderEpoch: p.state.leaderEpoch,
-    stateVersion: p.version,
+    stateVersion: p.stateVersion,
     minInsyncReplicas: model.minInsyncReplicas ?? view.defaultMinInsyncReplicas,
-    isNew: p.state.new,
+    isNew: p.state.isNew,
     replicas,
     isr: p.state.isr,
   };

@@ -17,7 +17,7 @@ export interface PartitionStateValue {
   /** Epoch of the controller that last wrote the state. */
   readonly controllerEpoch: number;
   /** True until the first leader created its replica log (§8.1). */
-  readonly new: boolean;
+  readonly isNew: boolean;
 }
 
 /** A live broker: `/brokers/ids/<id>`, with its broker epoch (the node's `czxid`). */
@@ -46,7 +46,7 @@ export interface TopicModel {
 export interface PartitionModel {
   readonly state: PartitionStateValue;
   /** ZooKeeper data version of `…/partitions/<p>/state` (the condition of the next write). */
-  readonly version: number;
+  readonly stateVersion: number;
 }
 
 /** The controller's view, read by the decision functions. */
