@@ -5,20 +5,10 @@
  * (decisions.ts) read it and never write it; the controller (controller.ts) changes it only
  * from its event queue, after a write to ZooKeeper succeeded.
  */
+import type { PartitionState } from '@klog/zk-registry';
 
-/** A partition state (docs/replication.md §3.1), the fields the controller reads and writes. */
-export interface PartitionStateValue {
-  /** Broker id of the leader, −1 while the partition is offline. */
-  readonly leader: number;
-  /** Bumped by every write of the controller. */
-  readonly leaderEpoch: number;
-  /** Broker ids of the ISR, in replica-list order. */
-  readonly isr: readonly number[];
-  /** Epoch of the controller that last wrote the state. */
-  readonly controllerEpoch: number;
-  /** True until the first leader created its replica log (§8.1). */
-  readonly isNew: boolean;
-}
+/** A partition state (docs/replication.md §3.1), as zk-registry reads and writes it. */
+export type PartitionStateValue = PartitionState;
 
 /** A live broker: `/brokers/ids/<id>`, with its broker epoch (the node's `czxid`). */
 export interface LiveBroker {
