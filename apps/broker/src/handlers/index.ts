@@ -6,9 +6,11 @@
 import { ErrorCode, type ErrorCodeValue, ProtocolError, type Request, type RequestDecoder, RequestType, encodeErrorResponse, errorCodeName } from '@klog/protocol';
 import type { BrokerContext, ResponsePart } from './context.js';
 import { handleFetch, handleMultiFetch } from './fetch.js';
+import { handleControlledShutdown } from './controlled-shutdown.js';
 import { handleMetadata } from './metadata.js';
 import { handleOffsets } from './offsets.js';
 import { handleProduce, handleProduceAck, type ProduceRun } from './produce.js';
+import { handleTopicMetadata } from './topic-metadata.js';
 
 export type { BrokerContext, ResponsePart } from './context.js';
 export { ProduceRun } from './produce.js';
@@ -98,6 +100,10 @@ async function respond(ctx: BrokerContext, decoder: RequestDecoder, frame: Buffe
       return [handleOffsets(ctx, request.offsets)];
     case RequestType.Metadata:
       return [handleMetadata(ctx, request.topics)];
+    case RequestType.ControlledShutdown:
+      return [await handleControlledShutdown(ctx, request.controlledShutdown)];
+    case RequestType.TopicMetadata:
+      return [handleTopicMetadata(ctx, request.topics)];
     default:
       // The replication requests (docs/replication.md §6) decode but are not served yet.
       ctx.metrics.error(errorCodeName(ErrorCode.UnknownRequestType));
