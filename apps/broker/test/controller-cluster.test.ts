@@ -178,3 +178,40 @@ describe('the controller', () => {
     expect(await metric(nodes[controllerId]!, 'klog_leader_elections_total', '{reason="controlled-shutdown"}')).toBe(led.length);
   });
 });
+
+describe('a stale controller', () => {
+  it('frozen past its session (SIGSTOP) between two batches of writes, is refused its next write and resigns', async () => {
+    const connect = testConnectString();
+    cleanups.push(() => removeChroot(connect));
+    const zk = await ZkClient.connect(connect);
+    cleanups.push(() => zk.close());
+    const controllers = new ControllerRegistry(zk);
+    const stale = await start(connect, 0, ['--controller-batch-delay-ms', '3000']);
+    const first = await until('broker 0 controller', async () => ((await controllers.readController())?.brokerId === 0 ? controllers.readController() : undefined));
+    await Promise.all([1, 2].map((id) => start(connect, id)));
+    await createTopic(zk, 'big', 150, 1);
+    // The first batch of 100 partition states is written; the controller waits before the next.
+    await until('the first batch', async () => (await new ReplicatedTopicRegistry(zk).listPartitions('big')).length === 100);
+    stale.proc.kill('SIGSTOP');
+    cleanups.push(() => void stale.proc.kill('SIGCONT'));
+    const next = await until('another controller', async () => {
+      const c = await controllers.readController();
+      return c !== undefined && c.brokerId !== 0 ? c : undefined;
+    });
+    expect(next.epoch).toBe(first.epoch + 1);
+    const all = await until('every partition created', async () => {
+      const s = await states(zk, 'big');
+      return s.size === 150 ? s : undefined;
+    });
+    stale.proc.kill('SIGCONT');
+    await until('the stale write refused', async () => stale.logs.some((l) => l.msg === 'a fenced write was refused: this controller was replaced'));
+    // The second batch was created by the new controller; the stale one's attempt changed nothing.
+    const now = await states(zk, 'big');
+    for (let p = 100; p < 150; p++) {
+      expect(all.get(p)!.state).toMatchObject({ controllerEpoch: next.epoch, leaderEpoch: 0 });
+      expect(now.get(p)!.state.controllerEpoch).toBe(next.epoch);
+    }
+    expect(await metric(stale, 'klog_active_controller')).toBe(0);
+    expect(await metric(stale, 'klog_controller_epoch')).toBe(next.epoch);
+  });
+});

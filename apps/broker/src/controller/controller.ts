@@ -195,8 +195,10 @@ export class Controller {
         try {
           await run();
         } catch (err) {
-          if (err instanceof ControllerFencedError) this.#resign(err.message);
-          else if (!term.ended) throw err;
+          if (err instanceof ControllerFencedError) {
+            this.#o.logger.warn({ controllerEpoch: term.lease.epoch, event: name, reason: err.reason, err }, 'a fenced write was refused: this controller was replaced');
+            this.#resign(err.message);
+          } else if (!term.ended) throw err;
         }
       },
     });
