@@ -309,7 +309,8 @@ const hostile: Record<NonNullable<Field['role']>, [number | bigint, ErrorCodeVal
   acks: [
     [0, ErrorCode.InvalidRequest],
     [3, ErrorCode.InvalidRequest],
-    [-1, ErrorCode.InvalidRequest],
+    [-2, ErrorCode.InvalidRequest],
+    [I16.min, ErrorCode.InvalidRequest],
   ],
   int64: [
     [2n ** 53n, ErrorCode.InvalidRequest],
