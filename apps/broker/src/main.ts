@@ -93,6 +93,20 @@ const program = new Command('klog-broker')
   .option('--max-connections <n>', `most client connections at once (max.connections, default ${d.maxConnections})`, int('maxConnections', '--max-connections'))
   .option('--kafka-port <port>', "also speak Kafka's wire protocol on this port, 0 picks a free one (kafka.port, default: none)", int('kafkaPort', '--kafka-port'))
   .option('--kafka-advertised-host <host>', 'host given to Kafka clients (kafka.advertised.host, default: --host)')
+  .option(
+    '--replica-lag-time-max-ms <ms>',
+    `a follower not caught up for longer leaves the ISR (replica.lag.time.max.ms, default ${d.replicaLagTimeMaxMs})`,
+    int('replicaLagTimeMaxMs', '--replica-lag-time-max-ms'),
+  )
+  .option('--replica-fetch-max-bytes <bytes>', `bytes per partition of a follower's fetch (replica.fetch.max.bytes, default ${d.replicaFetchMaxBytes})`, int('replicaFetchMaxBytes', '--replica-fetch-max-bytes'))
+  .option('--replica-fetch-wait-max-ms <ms>', `long poll of a follower's fetch (replica.fetch.wait.max.ms, default ${d.replicaFetchWaitMaxMs})`, int('replicaFetchWaitMaxMs', '--replica-fetch-wait-max-ms'))
+  .option('--replica-fetch-backoff-ms <ms>', `a follower's wait after a failed fetch (replica.fetch.backoff.ms, default ${d.replicaFetchBackoffMs})`, int('replicaFetchBackoffMs', '--replica-fetch-backoff-ms'))
+  .option('--min-insync-replicas <n>', `default min.insync.replicas of replicated topics (min.insync.replicas, default ${d.minInsyncReplicas})`, int('minInsyncReplicas', '--min-insync-replicas'))
+  .option(
+    '--replica-fetch-start-delay-ms <ms>',
+    `for tests only: a new follower waits this long before it truncates and fetches (replica.fetch.start.delay.ms, default ${d.replicaFetchStartDelayMs})`,
+    int('replicaFetchStartDelayMs', '--replica-fetch-start-delay-ms'),
+  )
   .addOption(new Option('--log-level <level>', 'lowest level logged').choices(logLevels).default('info'))
   .addOption(new Option('--log-format <format>', 'auto: pretty on a terminal, JSON lines otherwise').choices(logFormats).default('auto'))
   .addHelpText(
@@ -121,6 +135,8 @@ async function main(): Promise<void> {
     ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['autoCreateTopicsEnable', 'autoCreateTopics'], ['maxPartitions', 'maxPartitions'],
     ['queuedMaxRequestBytes', 'queuedMaxRequestBytes'], ['connectionsMaxIdleMs', 'connectionsMaxIdleMs'], ['maxConnections', 'maxConnections'],
     ['kafkaPort', 'kafkaPort'], ['kafkaAdvertisedHost', 'kafkaAdvertisedHost'],
+    ['replicaLagTimeMaxMs', 'replicaLagTimeMaxMs'], ['replicaFetchMaxBytes', 'replicaFetchMaxBytes'], ['replicaFetchWaitMaxMs', 'replicaFetchWaitMaxMs'],
+    ['replicaFetchBackoffMs', 'replicaFetchBackoffMs'], ['minInsyncReplicas', 'minInsyncReplicas'], ['replicaFetchStartDelayMs', 'replicaFetchStartDelayMs'],
   ];
   for (const [flag, key] of flags) if (o[flag] !== undefined) (settings as Record<string, unknown>)[key] = o[flag];
   if (o.retentionHours !== undefined) settings.retentionMs = Number(o.retentionHours) * 3600 * 1000;

@@ -14,6 +14,10 @@ import { RequestMemory } from './request-memory.js';
 import type { BrokerContext } from './handlers/index.js';
 import { BrokerMetrics, serveMetrics } from './metrics.js';
 import { startKafkaListener, type KafkaListener } from './kafka/listener.js';
+import { ReplicaManager } from './replication/replica-manager.js';
+import { ReplicationMetrics } from './replication/replication-metrics.js';
+import { logManagerReplicaStore } from './replication/replica-store.js';
+import { ZkIsrWriter } from './replication/zk-isr-writer.js';
 
 /** A started broker. */
 export interface Broker {
@@ -31,6 +35,8 @@ export interface Broker {
   readonly cluster: ClusterMembership | undefined;
   /** The Kafka listener (docs/kafka-protocol.md), or undefined without `kafka.port`. */
   readonly kafka: KafkaListener | undefined;
+  /** The replicated partitions of the broker and their roles (docs/replication.md §9). */
+  readonly replicas: ReplicaManager;
   /** Stops accepting, closes connections, flushes every log and writes the clean-shutdown marker. */
   close(): Promise<void>;
 }
@@ -51,7 +57,11 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const logs = await LogManager.open({ ...config, logger });
   const abort = new AbortController();
   const metrics = new BrokerMetrics(readPath, logs);
-  const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal };
+  let cluster: ClusterMembership | undefined;
+  // The leader's ISR writes go to ZooKeeper once the broker has joined the cluster (docs/replication.md §3.2).
+  const isrWriter = config.zookeeper === undefined ? undefined : new ZkIsrWriter(() => cluster?.zk, logger);
+  const replicas = new ReplicaManager({ config, logger, metrics: new ReplicationMetrics(metrics.registry), store: logManagerReplicaStore(logs), isrWriter });
+  const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal, replicas };
   const connections = new Set<Connection>();
   metrics.countConnections(() => connections.size);
   const memory = new RequestMemory(config.queuedMaxRequestBytes);
@@ -91,10 +101,11 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       throw err;
     }
   }
-  let cluster: ClusterMembership | undefined;
   if (config.zookeeper !== undefined) {
     try {
       cluster = await joinCluster(config, port, logs, logger);
+      // A session that expired may have been replaced by another leader: fence every leadership (§9.1).
+      cluster.zk.on('expired', () => replicas.fenceAll('the ZooKeeper session expired'));
     } catch (err) {
       clearInterval(idleSweep);
       server.close();
@@ -140,6 +151,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     (closing ??= (async () => {
       abort.abort();
       clearInterval(idleSweep);
+      await replicas.close();
       await kafka?.close();
       await cluster?.leave();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -153,7 +165,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     })());
 
   const effective = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}), ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}) };
-  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, close };
+  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, replicas, close };
 }
 
 /**

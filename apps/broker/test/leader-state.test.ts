@@ -3,7 +3,8 @@ import { LeaderState } from '../src/replication/leader-state.js';
 
 const lag = 10_000;
 function state(over: Partial<ConstructorParameters<typeof LeaderState>[0]> = {}): LeaderState {
-  return new LeaderState({ leaderId: 1, replicas: [1, 2, 3], isr: [1, 2, 3], epochStartOffset: 0, highWatermark: 0, leaderFlushedEnd: 0, replicaLagTimeMaxMs: lag, nowMs: 1000, ...over });
+  const base = { leaderId: 1, replicas: [1, 2, 3], isr: [1, 2, 3], epochStartOffset: 0, highWatermark: 0, leaderFlushedEnd: 0 };
+  return new LeaderState({ ...base, replicaLagTimeMaxMs: lag, nowMs: 1000, ...over });
 }
 
 describe('LeaderState: high watermark (docs/replication.md §9.5)', () => {

@@ -3,6 +3,7 @@ import type { FileRegion, LogManager, ReadPath } from '@klog/storage';
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config.js';
 import type { BrokerMetrics } from '../metrics.js';
+import type { ReplicaManager } from '../replication/replica-manager.js';
 
 /** The broker's state shared by the request handlers. */
 export interface BrokerContext {
@@ -15,6 +16,8 @@ export interface BrokerContext {
   readonly readPath: ReadPath;
   /** Aborted when the broker shuts down or the request's connection closes; long-poll fetches stop waiting then. */
   readonly closing: AbortSignal;
+  /** The replicated partitions of this broker and their roles (docs/replication.md §9). */
+  readonly replicas: ReplicaManager;
 }
 
 /**

@@ -6,7 +6,11 @@
 import { ErrorCode, type ErrorCodeValue, ProtocolError, type Request, type RequestDecoder, RequestType, encodeErrorResponse, errorCodeName } from '@klog/protocol';
 import type { BrokerContext, ResponsePart } from './context.js';
 import { handleFetch, handleMultiFetch } from './fetch.js';
+import { handleLeaderAndIsr } from './leader-and-isr.js';
 import { handleMetadata } from './metadata.js';
+import { handleOffsetForLeaderEpoch } from './offset-for-leader-epoch.js';
+import { handleReplicaFetch } from './replica-fetch.js';
+import { handleStopReplica } from './stop-replica.js';
 import { handleOffsets } from './offsets.js';
 import { handleProduce, handleProduceAck, type ProduceRun } from './produce.js';
 
@@ -98,8 +102,16 @@ async function respond(ctx: BrokerContext, decoder: RequestDecoder, frame: Buffe
       return [handleOffsets(ctx, request.offsets)];
     case RequestType.Metadata:
       return [handleMetadata(ctx, request.topics)];
+    case RequestType.LeaderAndIsr:
+      return [await handleLeaderAndIsr(ctx, request.leaderAndIsr)];
+    case RequestType.StopReplica:
+      return [await handleStopReplica(ctx, request.stopReplica)];
+    case RequestType.ReplicaFetch:
+      return handleReplicaFetch(ctx, request.replicaFetch);
+    case RequestType.OffsetForLeaderEpoch:
+      return [handleOffsetForLeaderEpoch(ctx, request.offsetForLeaderEpoch)];
     default:
-      // The replication requests (docs/replication.md §6) decode but are not served yet.
+      // CONTROLLED_SHUTDOWN and TOPIC_METADATA (the controller's, docs/replication.md §6.5, §6.6) decode but are not served yet.
       ctx.metrics.error(errorCodeName(ErrorCode.UnknownRequestType));
       return [encodeErrorResponse(ErrorCode.UnknownRequestType)];
   }
