@@ -97,6 +97,22 @@ export interface BrokerConfig {
   controllerRequestTimeoutMs: number;
   /** For tests only: the controller's wait between two batches of partition writes, ms (`controller.batch.delay.ms`); default 0. */
   controllerBatchDelayMs: number;
+  /** A follower not caught up (flushed) for longer than this many ms leaves the ISR (`replica.lag.time.max.ms`, docs/replication.md §9.4); default 10 000. */
+  replicaLagTimeMaxMs: number;
+  /** `maxBytes` per partition of a follower's REPLICA_FETCH, in bytes (`replica.fetch.max.bytes`); default 1 MiB. */
+  replicaFetchMaxBytes: number;
+  /** `maxWaitMs` of a follower's REPLICA_FETCH (`replica.fetch.wait.max.ms`); default 500. */
+  replicaFetchWaitMaxMs: number;
+  /** A follower's wait in ms after a failed replica fetch (`replica.fetch.backoff.ms`); default 1000. */
+  replicaFetchBackoffMs: number;
+  /** `min.insync.replicas` of topics created without one (`min.insync.replicas`, docs/replication.md §11); default 1. */
+  minInsyncReplicas: number;
+  /**
+   * For tests only: a follower waits this many ms before it truncates and fetches a partition it
+   * has just been told to follow (`replica.fetch.start.delay.ms`, docs/replication.md §17.3,
+   * §17.4); default 0.
+   */
+  replicaFetchStartDelayMs: number;
 }
 
 /** Values of the `read.path` setting. */
@@ -154,6 +170,12 @@ export const defaultBrokerConfig: Omit<BrokerConfig, 'logDir'> = {
   controlledShutdownRetryBackoffMs: 5000,
   controllerRequestTimeoutMs: 30_000,
   controllerBatchDelayMs: 0,
+  replicaLagTimeMaxMs: 10_000,
+  replicaFetchMaxBytes: 1024 * 1024,
+  replicaFetchWaitMaxMs: 500,
+  replicaFetchBackoffMs: 1000,
+  minInsyncReplicas: 1,
+  replicaFetchStartDelayMs: 0,
 };
 
 /** A configuration value that is missing or not of its kind; its message names the setting. */
@@ -210,6 +232,12 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
   'controlled.shutdown.retry.backoff.ms': 'controlledShutdownRetryBackoffMs',
   'controller.request.timeout.ms': 'controllerRequestTimeoutMs',
   'controller.batch.delay.ms': 'controllerBatchDelayMs',
+  'replica.lag.time.max.ms': 'replicaLagTimeMaxMs',
+  'replica.fetch.max.bytes': 'replicaFetchMaxBytes',
+  'replica.fetch.wait.max.ms': 'replicaFetchWaitMaxMs',
+  'replica.fetch.backoff.ms': 'replicaFetchBackoffMs',
+  'min.insync.replicas': 'minInsyncReplicas',
+  'replica.fetch.start.delay.ms': 'replicaFetchStartDelayMs',
 };
 
 /** Smallest value of each numeric setting. */
@@ -238,6 +266,12 @@ const minimums: Record<NumericKey, number> = {
   controlledShutdownRetryBackoffMs: 0,
   controllerRequestTimeoutMs: 100,
   controllerBatchDelayMs: 0,
+  replicaLagTimeMaxMs: 1,
+  replicaFetchMaxBytes: 1,
+  replicaFetchWaitMaxMs: 0,
+  replicaFetchBackoffMs: 0,
+  minInsyncReplicas: 1,
+  replicaFetchStartDelayMs: 0,
 };
 
 /**

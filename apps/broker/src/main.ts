@@ -124,6 +124,20 @@ const program = new Command('klog-broker')
     `for tests only: the controller's wait between two batches of partition writes (controller.batch.delay.ms, default ${d.controllerBatchDelayMs})`,
     int('controllerBatchDelayMs', '--controller-batch-delay-ms'),
   )
+  .option(
+    '--replica-lag-time-max-ms <ms>',
+    `a follower not caught up for longer leaves the ISR (replica.lag.time.max.ms, default ${d.replicaLagTimeMaxMs})`,
+    int('replicaLagTimeMaxMs', '--replica-lag-time-max-ms'),
+  )
+  .option('--replica-fetch-max-bytes <bytes>', `bytes per partition of a follower's fetch (replica.fetch.max.bytes, default ${d.replicaFetchMaxBytes})`, int('replicaFetchMaxBytes', '--replica-fetch-max-bytes'))
+  .option('--replica-fetch-wait-max-ms <ms>', `long poll of a follower's fetch (replica.fetch.wait.max.ms, default ${d.replicaFetchWaitMaxMs})`, int('replicaFetchWaitMaxMs', '--replica-fetch-wait-max-ms'))
+  .option('--replica-fetch-backoff-ms <ms>', `a follower's wait after a failed fetch (replica.fetch.backoff.ms, default ${d.replicaFetchBackoffMs})`, int('replicaFetchBackoffMs', '--replica-fetch-backoff-ms'))
+  .option('--min-insync-replicas <n>', `default min.insync.replicas of replicated topics (min.insync.replicas, default ${d.minInsyncReplicas})`, int('minInsyncReplicas', '--min-insync-replicas'))
+  .option(
+    '--replica-fetch-start-delay-ms <ms>',
+    `for tests only: a new follower waits this long before it truncates and fetches (replica.fetch.start.delay.ms, default ${d.replicaFetchStartDelayMs})`,
+    int('replicaFetchStartDelayMs', '--replica-fetch-start-delay-ms'),
+  )
   .addOption(new Option('--log-level <level>', 'lowest level logged').choices(logLevels).default('info'))
   .addOption(new Option('--log-format <format>', 'auto: pretty on a terminal, JSON lines otherwise').choices(logFormats).default('auto'))
   .addHelpText(
@@ -155,6 +169,8 @@ async function main(): Promise<void> {
     ['uncleanLeaderElectionEnable', 'uncleanLeaderElection'], ['controlledShutdownEnable', 'controlledShutdownEnable'],
     ['controlledShutdownMaxRetries', 'controlledShutdownMaxRetries'], ['controlledShutdownRetryBackoffMs', 'controlledShutdownRetryBackoffMs'],
     ['controllerRequestTimeoutMs', 'controllerRequestTimeoutMs'], ['controllerBatchDelayMs', 'controllerBatchDelayMs'],
+    ['replicaLagTimeMaxMs', 'replicaLagTimeMaxMs'], ['replicaFetchMaxBytes', 'replicaFetchMaxBytes'], ['replicaFetchWaitMaxMs', 'replicaFetchWaitMaxMs'],
+    ['replicaFetchBackoffMs', 'replicaFetchBackoffMs'], ['minInsyncReplicas', 'minInsyncReplicas'], ['replicaFetchStartDelayMs', 'replicaFetchStartDelayMs'],
   ];
   for (const [flag, key] of flags) if (o[flag] !== undefined) (settings as Record<string, unknown>)[key] = o[flag];
   if (o.retentionHours !== undefined) settings.retentionMs = Number(o.retentionHours) * 3600 * 1000;

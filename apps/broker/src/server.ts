@@ -19,6 +19,10 @@ import { ControllerMetrics } from './controller/controller-metrics.js';
 import { controlledShutdown } from './controller/controlled-shutdown.js';
 import { localTarget, remoteTarget } from './controller/targets.js';
 import { MetadataCache } from './replication/metadata-cache.js';
+import { ReplicaManager } from './replication/replica-manager.js';
+import { ReplicationMetrics } from './replication/replication-metrics.js';
+import { logManagerReplicaStore } from './replication/replica-store.js';
+import { ZkIsrWriter } from './replication/zk-isr-writer.js';
 
 /** A started broker. */
 export interface Broker {
@@ -40,6 +44,8 @@ export interface Broker {
   readonly controller: Controller | undefined;
   /** Replicated topics as watched in ZooKeeper (docs/replication.md §13.1) in cluster mode; undefined when standalone. */
   readonly metadataCache: MetadataCache | undefined;
+  /** The replicated partitions of the broker and their roles (docs/replication.md §9). */
+  readonly replicas: ReplicaManager;
   /** Stops accepting, closes connections, flushes every log and writes the clean-shutdown marker. */
   close(): Promise<void>;
 }
@@ -60,7 +66,11 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const logs = await LogManager.open({ ...config, logger });
   const abort = new AbortController();
   const metrics = new BrokerMetrics(readPath, logs);
-  const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal };
+  let cluster: ClusterMembership | undefined;
+  // The leader's ISR writes go to ZooKeeper once the broker has joined the cluster (docs/replication.md §3.2).
+  const isrWriter = config.zookeeper === undefined ? undefined : new ZkIsrWriter(() => cluster?.zk, logger);
+  const replicas = new ReplicaManager({ config, logger, metrics: new ReplicationMetrics(metrics.registry), store: logManagerReplicaStore(logs), isrWriter });
+  const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal, replicas };
   const controllerMetrics = new ControllerMetrics(metrics.registry);
   const connections = new Set<Connection>();
   metrics.countConnections(() => connections.size);
@@ -101,10 +111,11 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       throw err;
     }
   }
-  let cluster: ClusterMembership | undefined;
   if (config.zookeeper !== undefined) {
     try {
       cluster = await joinCluster(config, port, logs, logger);
+      // A session that expired may have been replaced by another leader: fence every leadership (§9.1).
+      cluster.zk.on('expired', () => replicas.fenceAll('the ZooKeeper session expired'));
     } catch (err) {
       clearInterval(idleSweep);
       server.close();
@@ -123,7 +134,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       logger: logger.child({ component: 'controller' }),
       metrics: controllerMetrics,
       uncleanLeaderElection: config.uncleanLeaderElection,
-      defaultMinInsyncReplicas: 1,
+      defaultMinInsyncReplicas: config.minInsyncReplicas,
       batchDelayMs: config.controllerBatchDelayMs,
       target: (b, address) => (b === config.brokerId ? localTarget(ctx) : remoteTarget(address.host, address.port, config.controllerRequestTimeoutMs)),
     });
@@ -176,6 +187,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       metadataCache?.close();
       abort.abort();
       clearInterval(idleSweep);
+      await replicas.close();
       await kafka?.close();
       await cluster?.leave();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -189,7 +201,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     })());
 
   const effective = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}), ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}) };
-  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, controller, metadataCache, close };
+  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, replicas, controller, metadataCache, close };
 }
 
 /**

@@ -11,7 +11,7 @@ import { sleep } from '@klog/retry';
 import { BrokerRegistry, ControllerRegistry, type ZkClient } from '@klog/zk-registry';
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config.js';
-import { BrokerChannel } from './broker-channel.js';
+import { BrokerConnection } from '../replication/broker-connection.js';
 import type { Controller } from './controller.js';
 
 /** What a controlled shutdown needs. */
@@ -73,11 +73,11 @@ async function askController(
   const address = await brokers.getBroker(info.brokerId);
   if (address === undefined) return { errorCode: ErrorCode.NotController, remaining: [] };
   // The controller waits up to controller.request.timeout.ms for the new leaders: give it that and as much again.
-  const channel = new BrokerChannel(address.host, address.port, 2 * o.config.controllerRequestTimeoutMs);
+  const connection = new BrokerConnection({ host: address.host, port: address.port });
   try {
-    const r = await channel.request(encodeControlledShutdownRequest({ brokerId: o.config.brokerId, brokerEpoch }));
+    const r = await connection.request(encodeControlledShutdownRequest({ brokerId: o.config.brokerId, brokerEpoch }), 2 * o.config.controllerRequestTimeoutMs);
     return decodeControlledShutdownResponse(r.errorCode, r.body);
   } finally {
-    channel.close();
+    connection.close();
   }
 }

@@ -8,7 +8,8 @@
  * called in-process.
  */
 import type { PartitionErrorsResponse } from '@klog/protocol';
-import { retry } from '@klog/retry';
+import { isRetriable, retry } from '@klog/retry';
+import { BrokerConnectionError } from '../replication/broker-connection.js';
 import type { Logger } from 'pino';
 import type { LeaderAndIsrBody, LeaderAndIsrPartition, StopReplicaBody } from './requests.js';
 import { partitionKey } from './view.js';
@@ -67,7 +68,7 @@ class BrokerQueue {
           {
             ...backoff,
             signal: this.abort.signal,
-            retriable: (e) => (e as { retriable?: unknown }).retriable === true,
+            retriable: (e) => e instanceof BrokerConnectionError || isRetriable(e),
             onRetry: ({ error, attempt, delayMs }) =>
               this.logger[attempt === 0 ? 'warn' : 'debug']({ brokerId: this.brokerId, request: item.kind, err: error, delayMs }, 'controller request failed; sending it again'),
           },

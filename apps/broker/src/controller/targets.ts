@@ -1,7 +1,7 @@
 /**
  * How the controller reaches a broker (docs/replication.md §5.3, "requests to brokers"): a
  * {@link RequestTarget} that encodes LEADER_AND_ISR and STOP_REPLICA frames (@klog/protocol)
- * and decodes their answers, over a {@link BrokerChannel} for another broker, or handed to this
+ * and decodes their answers, over a {@link BrokerConnection} for another broker, or handed to this
  * broker's own request handlers without a socket ({@link localTarget}).
  */
 import {
@@ -16,7 +16,7 @@ import {
 } from '@klog/protocol';
 import type { BrokerContext } from '../handlers/context.js';
 import { handleRequest } from '../handlers/index.js';
-import { BrokerChannel } from './broker-channel.js';
+import { BrokerConnection } from '../replication/broker-connection.js';
 import type { PartitionErrorsAnswer, RequestTarget } from './request-sender.js';
 import type { LeaderAndIsrBody, StopReplicaBody } from './requests.js';
 
@@ -39,8 +39,8 @@ function frameTarget(send: SendFrame, close: () => void): RequestTarget {
 
 /** A broker reached over TCP at `host:port`; no answer within `requestTimeoutMs` reconnects and sends again. */
 export function remoteTarget(host: string, port: number, requestTimeoutMs: number): RequestTarget {
-  const channel = new BrokerChannel(host, port, requestTimeoutMs);
-  return frameTarget((frame) => channel.request(frame), () => channel.close());
+  const connection = new BrokerConnection({ host, port, connectTimeoutMs: requestTimeoutMs });
+  return frameTarget((frame) => connection.request(frame, requestTimeoutMs), () => connection.close());
 }
 
 /** This broker, its requests handed to its own handlers (handlers/index.ts) as a frame from a socket would be. */

@@ -5,6 +5,7 @@ import type { BrokerConfig } from '../config.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { Controller } from '../controller/controller.js';
 import type { MetadataCache } from '../replication/metadata-cache.js';
+import type { ReplicaManager } from '../replication/replica-manager.js';
 
 /** The broker's state shared by the request handlers. */
 export interface BrokerContext {
@@ -21,6 +22,8 @@ export interface BrokerContext {
   controller?: Controller;
   /** Replicated topics' leaders and ISRs as watched in ZooKeeper (docs/replication.md §13.1); undefined when standalone. */
   metadataCache?: MetadataCache;
+  /** The replicated partitions of this broker and their roles (docs/replication.md §9). */
+  readonly replicas: ReplicaManager;
 }
 
 /**
