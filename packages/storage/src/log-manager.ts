@@ -31,6 +31,7 @@ import { type ReplicaDirInfo, ReplicaDirs } from './replica-dirs.js';
 import type { ReplicaLog } from './replica-log.js';
 import { isTopicId } from './replica-metadata.js';
 import { syncDir } from './segment.js';
+import { makeDirs } from './make-dirs.js';
 
 /**
  * Name of the file `close()` writes in the log directory. When present on start, the last
@@ -138,7 +139,7 @@ export class LogManager {
     setFlushThreads(full.flushThreads);
     const manager = new LogManager(full);
     const logger = manager.#logger;
-    await fs.promises.mkdir(full.logDir, { recursive: true });
+    await makeDirs(full.logDir);
     manager.#unlock = lockLogDir(full.logDir);
     const marker = path.join(full.logDir, cleanShutdownFileName);
     const clean = fs.existsSync(marker);

@@ -206,6 +206,7 @@ export class ReplicaLog extends Log {
       const kept = view[keep]!;
       const dropped = this.segments.dropBack(keep + 1);
       kept.activate();
+      kept.cutSize(offset - kept.start); // the log ends at `offset` from now on, for a flush that starts meanwhile too
       this.flushState.truncated(offset);
       for (const s of dropped.reverse()) await s.delete();
       await kept.truncateAsync(offset - kept.start);

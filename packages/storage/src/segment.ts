@@ -350,14 +350,22 @@ export class Segment {
    * @throws the ftruncate or fsync error
    */
   async truncateAsync(bytes: number): Promise<void> {
-    this.size = Math.min(this.size, bytes);
-    this.syncedBytes = Math.min(this.syncedBytes, bytes);
+    this.cutSize(bytes);
     const fd = await this.openFd();
     await truncateFd(fd, bytes);
     await new Promise<void>((resolve, reject) => fs.fsync(fd, (err) => (err ? reject(err) : resolve())));
     this.size = bytes;
     this.syncedBytes = bytes;
     this.lastModifiedMs = Date.now();
+  }
+
+  /**
+   * Lowers `size` (and `syncedBytes`) to `bytes` in memory, before {@link Segment.truncateAsync}
+   * cuts the file: from then on the log ends there for appends, reads and flushes.
+   */
+  cutSize(bytes: number): void {
+    this.size = Math.min(this.size, bytes);
+    this.syncedBytes = Math.min(this.syncedBytes, bytes);
   }
 
   /** Cuts the file to `bytes` bytes and fsyncs it (used by recovery). */

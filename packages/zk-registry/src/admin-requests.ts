@@ -12,7 +12,7 @@
 import { InvalidZkValueError, ZkError, ZkNodeExistsError } from './errors.js';
 import { JsonFields } from './json-fields.js';
 import type { Logger } from '@klog/logger';
-import { checkPartition, checkTopic, deleteTopicPath, deleteTopicsPath, preferredLeaderElectionPath } from './paths.js';
+import { checkPartition, checkTopic, deleteTopicPath, deleteTopicsPath, preferredLeaderElectionPath, topicNames } from './paths.js';
 import type { ZkClient, ZkOp, ZkWatch } from './zk-client.js';
 
 /** A partition of a replicated topic, by name and number. */
@@ -162,14 +162,7 @@ export class AdminRequestRegistry {
   }
 
   private topicNames(children: readonly string[]): string[] {
-    return children.filter((child) => {
-      try {
-        checkTopic(child);
-        return true;
-      } catch {
-        this.logger.warn({ child }, 'ignoring a /admin/delete-topics child whose name is not a topic name');
-        return false;
-      }
-    });
+    return topicNames(children, (child) => this.logger.warn({ child }, 'ignoring a /admin/delete-topics child whose name is not a topic name'));
   }
+
 }

@@ -163,7 +163,9 @@ export class BrokerRegistry {
    * expiry; registering again updates the count. The topic node is created (empty) first and
    * read: a node that holds a topic definition is a replicated topic's, and nothing is
    * registered. Once the empty node exists, no replicated topic can take the name (its create
-   * fails), so the check has no window (docs/replication.md §3).
+   * fails), so the check has no window (docs/replication.md §3). While ZooKeeper is unreachable
+   * the check is skipped (logged) and the registration kept, to be written once ZooKeeper is back,
+   * as every registration is.
    * Throws {@link TopicIsReplicatedError} for a replicated topic's name,
    * {@link ZkNodeExistsError} when another session holds the node, {@link InvalidNameError} for
    * a bad topic or id.
@@ -173,9 +175,15 @@ export class BrokerRegistry {
       throw new ZkError(`invalid partition count ${partitions} for topic ${topic}: must be a positive int32`);
     }
     const topicPath = brokerTopicPath(topic);
-    await this.zk.mkdirp(topicPath);
-    const node = await this.zk.getData(topicPath);
-    if (node !== undefined && holdsTopicDefinition(node.data)) throw new TopicIsReplicatedError(topic, topicPath);
+    try {
+      await this.zk.mkdirp(topicPath);
+      const node = await this.zk.getData(topicPath);
+      if (node !== undefined && holdsTopicDefinition(node.data)) throw new TopicIsReplicatedError(topic, topicPath);
+    } catch (error) {
+      // ZooKeeper unreachable: the registration still converges once it is back (ephemerals.ts).
+      if (!(error instanceof ZkError) || !error.retriable) throw error;
+      this.logger.warn({ topic, err: error }, 'could not check that the topic is no replicated topic (ZooKeeper unreachable); registering it anyway');
+    }
     await this.zk.registerEphemeral(brokerTopicBrokerPath(topic, brokerId), String(partitions));
   }
 

@@ -20,6 +20,9 @@ import type { ZkClient, ZkOp, ZkOpResult, ZkWatch } from './zk-client.js';
 /** Largest controller epoch: an int32 on the wire (LEADER_AND_ISR, §6.1). */
 const maxEpoch = 0x7fffffff;
 
+/** Election multis one {@link ControllerRegistry.elect} tries while `/controller` stays missing. */
+const maxElectionAttempts = 10;
+
 /** The value of `/controller`: who is controller, since when, at which epoch. */
 export interface ControllerInfo {
   /** Broker id of the controller. */
@@ -104,17 +107,30 @@ export class ControllerRegistry {
   }
 
   /**
-   * One election attempt for broker `brokerId` (§5.1). Returns the lease when it won, undefined
-   * when `/controller` exists or another broker won the race (go back to watching
-   * {@link watchController}), or when the session changed during the attempt. An attempt whose
-   * multi was applied but whose answer was lost (a retried multi then fails) is recognised by
-   * reading `/controller` back: held by this session at the epoch it asked for, it won.
+   * The election for broker `brokerId` (§5.1). Returns the lease when it won, undefined when
+   * `/controller` exists or another broker won the race (go back to watching
+   * {@link watchController}), or when the session changed during the attempt. A multi refused
+   * while `/controller` is still missing (the epoch moved under it: a winner that is already
+   * gone) is tried again with the epoch read anew, since no change of `/controller` is left to
+   * wake the watch. An attempt whose multi was applied but whose answer was lost (a retried
+   * multi then fails) is recognised by reading `/controller` back: held by this session at the
+   * epoch it asked for, it won.
    * @throws InvalidZkValueError when `/controller-epoch` does not parse (never guessed: no
    *   election until an operator fixes it)
    */
   async elect(brokerId: number, nowMs: number = Date.now()): Promise<ControllerLease | undefined> {
     checkBrokerId(brokerId);
-    if ((await this.zk.exists(controllerPath())) !== undefined) return undefined;
+    for (let attempt = 0; attempt < maxElectionAttempts; attempt++) {
+      if ((await this.zk.exists(controllerPath())) !== undefined) return undefined;
+      const outcome = await this.attempt(brokerId, nowMs);
+      if (outcome !== 'again') return outcome;
+    }
+    this.logger.warn({ brokerId, attempts: maxElectionAttempts }, 'controller election kept losing the epoch race with no controller left; giving up this round');
+    return undefined;
+  }
+
+  /** One election multi: the lease, undefined (lost to a live controller, or the session changed), or `again`. */
+  private async attempt(brokerId: number, nowMs: number): Promise<ControllerLease | undefined | 'again'> {
     const sessionId = this.zk.sessionId;
     const current = await this.readControllerEpoch();
     const epoch = (current?.epoch ?? 0) + 1;
@@ -132,8 +148,9 @@ export class ControllerRegistry {
       if (error instanceof ZkSessionExpiredError) return undefined;
       if (!(error instanceof ZkMultiError)) throw error;
       const lease = await this.ownElection(brokerId, epoch, sessionId);
-      if (lease === undefined) this.logger.debug({ brokerId, epoch, reason: error.reason, path: error.path }, 'controller election lost');
-      return lease;
+      if (lease !== undefined) return lease;
+      this.logger.debug({ brokerId, epoch, reason: error.reason, path: error.path }, 'controller election lost');
+      return error.index === 1 ? 'again' : undefined;
     }
     const second = results[1]!;
     const epochVersion = second.op === 'setData' ? second.stat.version : 0;

@@ -67,6 +67,18 @@ export function checkTopic(topic: string): string {
   return topic;
 }
 
+/**
+ * The children of a node listing topics (`/brokers/topics`, `/admin/delete-topics`) that are
+ * topic names; `skipped` is called with each child that is not (for a warning).
+ */
+export function topicNames(children: readonly string[], skipped: (child: string) => void): string[] {
+  return children.filter((child) => {
+    const ok = TOPIC_NAME.test(child) && child !== '.' && child !== '..' && child.length <= MAX_NAME_LENGTH;
+    if (!ok) skipped(child);
+    return ok;
+  });
+}
+
 /** Checks a consumer group name (any characters but `/` and control characters). Throws {@link InvalidNameError}. */
 export function checkGroup(group: string): string {
   return checkName('group', group);

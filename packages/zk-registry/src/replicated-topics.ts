@@ -12,7 +12,7 @@ import type { Logger } from '@klog/logger';
 import {
   brokerTopicPath,
   brokerTopicsPath,
-  checkTopic,
+  topicNames,
   parsePartitionNumber,
   partitionStatePath,
   topicPartitionPath,
@@ -172,12 +172,7 @@ export class ReplicatedTopicRegistry {
    * (error) and left out: its partitions count as offline (§3.1).
    */
   async readDefinitions(): Promise<Map<string, TopicDefinition>> {
-    const out = new Map<string, TopicDefinition>();
-    for (const topic of this.topicNames(await this.zk.getChildren(brokerTopicsPath()))) {
-      const definition = await this.definitionOrLog(topic);
-      if (definition !== undefined) out.set(topic, definition);
-    }
-    return out;
+    return this.definitionsOf(await this.zk.getChildren(brokerTopicsPath()));
   }
 
   /**
@@ -187,14 +182,7 @@ export class ReplicatedTopicRegistry {
    * two calls shows its new definition (its new `id`).
    */
   watchDefinitions(callback: (definitions: ReadonlyMap<string, TopicDefinition>) => void | Promise<void>): ZkWatch {
-    return this.zk.watchChildren(brokerTopicsPath(), async (topics) => {
-      const out = new Map<string, TopicDefinition>();
-      for (const topic of this.topicNames(topics)) {
-        const definition = await this.definitionOrLog(topic);
-        if (definition !== undefined) out.set(topic, definition);
-      }
-      await callback(out);
-    });
+    return this.zk.watchChildren(brokerTopicsPath(), async (topics) => callback(await this.definitionsOf(topics)));
   }
 
   /** The partitions of `topic` that have a node under `partitions`, ascending; empty before the controller created them. */
@@ -305,17 +293,19 @@ export class ReplicatedTopicRegistry {
     throw new ZkError(`ISR write of ${topic}/${partition} did not settle after ${maxLeaderWriteAttempts} attempts`, { path });
   }
 
-  /** The children of `/brokers/topics` that are valid topic names (others logged and skipped). */
   private topicNames(children: readonly string[]): string[] {
-    return children.filter((child) => {
-      try {
-        checkTopic(child);
-        return true;
-      } catch {
-        this.logger.warn({ child }, 'ignoring a /brokers/topics child whose name is not a topic name');
-        return false;
-      }
-    });
+    return topicNames(children, (child) => this.logger.warn({ child }, 'ignoring a /brokers/topics child whose name is not a topic name'));
+  }
+
+
+  /** The definitions of the replicated topics among `children` of `/brokers/topics`, unreadable ones logged and left out. */
+  private async definitionsOf(children: readonly string[]): Promise<Map<string, TopicDefinition>> {
+    const out = new Map<string, TopicDefinition>();
+    for (const topic of this.topicNames(children)) {
+      const definition = await this.definitionOrLog(topic);
+      if (definition !== undefined) out.set(topic, definition);
+    }
+    return out;
   }
 
   private async definitionOrLog(topic: string): Promise<TopicDefinition | undefined> {

@@ -123,35 +123,53 @@ async function waitForData(ctx: BrokerContext, f: FetchRequest, ms: number): Pro
 }
 
 async function waitUntilFlushedPast(ctx: BrokerContext, f: FetchRequest, ms: number): Promise<void> {
-  const signal = AbortSignal.any([AbortSignal.timeout(ms), ctx.closing]);
-  const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-  const replicated = ctx.replicas.get(f.topic, f.partition);
-  if (replicated !== undefined) {
-    // A replicated partition: the high watermark passing the offset, or leading ending (docs/replication.md §9.5).
-    if (!replicated.isLeader || replicated.highWatermark > f.offset) return;
-    let off = (): void => {};
-    const moved = new Promise<void>((resolve) => {
-      const offHw = replicated.onHighWatermark((hw) => hw > f.offset && resolve());
-      const offRole = replicated.onAppend(() => !replicated.isLeader && resolve());
-      off = () => (offHw(), offRole());
-    });
-    await Promise.race([aborted, moved]);
-    off();
-    return;
-  }
-  let log: Log | undefined;
-  while (!signal.aborted && (log = existingLog(ctx, f)) === undefined) {
-    await Promise.race([aborted, new Promise((resolve) => setTimeout(resolve, 100))]);
-  }
-  if (log === undefined || log.visibleEnd > f.offset) return;
-  let unsubscribe = (): void => {};
-  const flushed = new Promise<void>((resolve) => {
-    unsubscribe = log.onFlush((visibleEnd) => {
-      if (visibleEnd > f.offset) resolve();
-    });
+  // One timer and one listener, both removed when the wait ends: a long poll answered by a flush
+  // leaves nothing behind (AbortSignal.timeout's timer cannot be cleared, and would fire and
+  // build a DOMException for every answered poll).
+  let timer: NodeJS.Timeout | undefined;
+  let stop = (): void => {};
+  const ended = new Promise<void>((resolve) => {
+    stop = resolve;
+    timer = setTimeout(resolve, ms);
+    ctx.closing.addEventListener('abort', stop, { once: true });
   });
-  await Promise.race([aborted, flushed]);
-  unsubscribe();
+  let done = ctx.closing.aborted;
+  void ended.then(() => (done = true));
+  try {
+    const replicated = ctx.replicas.get(f.topic, f.partition);
+    if (replicated !== undefined) {
+      // A replicated partition: the high watermark passing the offset, or leading ending (docs/replication.md §9.5).
+      if (!replicated.isLeader || replicated.highWatermark > f.offset) return;
+      let off = (): void => {};
+      const moved = new Promise<void>((resolve) => {
+        const offHw = replicated.onHighWatermark((hw) => hw > f.offset && resolve());
+        const offRole = replicated.onAppend(() => !replicated.isLeader && resolve());
+        off = () => (offHw(), offRole());
+      });
+      await Promise.race([ended, moved]);
+      off();
+      return;
+    }
+    let log: Log | undefined;
+    while (!done && (log = existingLog(ctx, f)) === undefined) {
+      let retry: NodeJS.Timeout | undefined;
+      await Promise.race([ended, new Promise<void>((resolve) => (retry = setTimeout(resolve, 100)))]);
+      clearTimeout(retry);
+    }
+    if (done || log === undefined || log.visibleEnd > f.offset) return;
+    let unsubscribe = (): void => {};
+    const flushed = new Promise<void>((resolve) => {
+      unsubscribe = log.onFlush((visibleEnd) => {
+        if (visibleEnd > f.offset) resolve();
+      });
+    });
+    await Promise.race([ended, flushed]);
+    unsubscribe();
+  } finally {
+    clearTimeout(timer);
+    ctx.closing.removeEventListener('abort', stop);
+    stop();
+  }
 }
 
 function existingLog(ctx: BrokerContext, f: FetchRequest): Log | undefined {
