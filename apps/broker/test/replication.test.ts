@@ -153,6 +153,29 @@ describe('replication between brokers', () => {
     expect(await cluster.broker(1).metrics.value('klog_truncated_bytes_total')).toBe(0);
   });
 
+  it('a restarted follower keeps its whole log until a leader says otherwise, and serves every acknowledged message once elected (KIP-101)', async () => {
+    await replicated(2);
+    const a = await cluster.client(1);
+    await fullIsr();
+    const acked = await produce(a, topic, 0, payloads(5, 40), AckLevel.All);
+    expect(acked.errorCode).toBe(ErrorCode.None);
+    // B (2) restarts and waits before it truncates or fetches (its high watermark, learnt anew, is 0).
+    await cluster.restart(2, { replicaFetchStartDelayMs: 60_000 });
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [2], 2)).toEqual([ErrorCode.None]);
+    expect(partitionOf(2).role).toBe('follower');
+    expect(partitionOf(2).log!.logEndOffset).toBe(acked.nextOffset);
+    // The leader goes before B's first fetch; B, still in the ISR, is elected.
+    await cluster.stopReplica(topic, 0, 1, 0);
+    await cluster.stopReplica(topic, 0, 3, 0);
+    await cluster.elect(topic, 0, 2, [2, 3]);
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [2, 3], 2)).toEqual([ErrorCode.None, ErrorCode.None]);
+    await waitFor('B’s high watermark at the acknowledged end', () => partitionOf(2).highWatermark >= acked.nextOffset);
+    const fetched = await (await cluster.client(2)).request(encodeFetchRequest({ topic, partition: 0, offset: 0, maxBytes: 1 << 20 }));
+    expect(fetched.code).toBe(ErrorCode.None);
+    expect(fetched.body.length).toBe(acked.nextOffset);
+    expect(await cluster.broker(2).metrics.value('klog_truncated_bytes_total')).toBe(0);
+  });
+
   it('drops a zombie fetch answer of an old epoch, and fetches again only once the leader has the new one', async () => {
     await replicated(1, { replicaFetchWaitMaxMs: 3000 });
     const a = await cluster.client(1);
