@@ -40,7 +40,8 @@ async function formerLeader(real: TestBroker): Promise<number> {
       );
     } else if (type === RequestType.ProduceAck) {
       const req = decodeProduceAckRequest(new Decoder(body));
-      socket.write(encodeProduceAckResponse(req.partitions.map((p) => ({ topic: p.topic, partition: p.partition, errorCode: ErrorCode.NotLeaderForPartition, offset: -1, nextOffset: -1 }))));
+      const notLeader = { errorCode: ErrorCode.NotLeaderForPartition, offset: -1, nextOffset: -1 };
+      socket.write(encodeProduceAckResponse(req.partitions.map((p) => ({ topic: p.topic, partition: p.partition, ...notLeader }))));
     } else reply(ErrorCode.UnknownRequestType);
   });
   cleanups.push(() => new Promise<void>((resolve) => { for (const so of s.sockets) so.destroy(); s.server.close(() => resolve()); }));
