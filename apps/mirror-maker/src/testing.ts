@@ -218,6 +218,22 @@ export class ClusterReader {
 
   constructor(readonly zookeeper: string) {}
 
+  /**
+   * Polls `topics` until each of `values` has been read at least once (the mirror copied every
+   * message sent). @throws after `timeoutMs` ms, as {@link waitFor}
+   */
+  async waitForValues(topics: readonly string[], values: Iterable<string>, timeoutMs: number): Promise<void> {
+    const wanted = [...values];
+    await waitFor(
+      'every message in the target',
+      async () => {
+        const got = countValues(await this.poll(topics));
+        return wanted.every((v) => got.has(v));
+      },
+      timeoutMs,
+    );
+  }
+
   async poll(topics: readonly string[]): Promise<Read[]> {
     this.zk ??= await ZkClient.connect(this.zookeeper, { sessionTimeoutMs: 10_000 });
     const registry = new BrokerRegistry(this.zk);
