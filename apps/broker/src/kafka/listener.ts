@@ -52,7 +52,7 @@ export async function startKafkaListener(
   const realPort = typeof address === 'object' && address ? address.port : port;
   const host = advertisedHost ?? broker.config.host;
   const topology = new KafkaTopology(broker.logs, { nodeId: broker.config.brokerId, host, port: realPort }, zk);
-  const groups = new GroupCoordinator(topology, zk ? zkOffsetStore(zk) : fileOffsetStore(broker.config.logDir));
+  const groups = new GroupCoordinator(topology, zk ? zkOffsetStore(zk) : fileOffsetStore(broker.config.logDir), broker.logger);
   const k: KafkaContext = { broker, topology, ends: new PartitionEnds(), groups };
   const sockets = new Set<Socket>();
   server.on('connection', (socket) => {
