@@ -9,6 +9,7 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { createLogger, logFormats, type LogFormat, type LogLevel, logLevels } from '@klog/logger/pino';
+import { closeOnSignals } from '@klog/logger/shutdown';
 import { ConfigError, defaultBrokerConfig as d, parseBoolean, parseFlushPolicy, parseReadPath, parseSetting, readPropertiesFile, type BrokerConfig } from './config.js';
 import { startBroker } from './server.js';
 
@@ -126,21 +127,7 @@ async function main(): Promise<void> {
   if (o.retentionHours !== undefined) settings.retentionMs = Number(o.retentionHours) * 3600 * 1000;
   const logger = createLogger({ name: 'klog-broker', level: o.logLevel as LogLevel, format: o.logFormat as LogFormat, fd: 1 });
   const broker = await startBroker({ ...settings, logDir: settings.logDir ?? '' }, logger);
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    broker.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  closeOnSignals(logger, () => broker.close());
 }
 
 main().catch((err: unknown) => {

@@ -9,6 +9,7 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { createLogger, logFormats, type LogFormat, type LogLevel, logLevels } from '@klog/logger/pino';
+import { closeOnSignals } from '@klog/logger/shutdown';
 import { ConfigError, parseIntSetting, readConfigFile, resolveConfig, type MirrorConfig } from './config.js';
 import { MirrorMaker } from './mirror-maker.js';
 
@@ -89,21 +90,7 @@ async function main(): Promise<void> {
     process.stderr.write(`klog-mirror-maker: ${err.message}\n`);
     process.exit(1);
   };
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight messages and committing');
-    mirror.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  closeOnSignals(logger, () => mirror.close(), 'shutting down: finishing in-flight messages and committing');
   await mirror.start();
 }
 

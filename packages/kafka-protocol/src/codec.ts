@@ -11,7 +11,7 @@
  * [T] (array)                int32 count N, N times T; -1 for a null array where allowed
  * ```
  */
-import { Encoder } from '@klog/protocol';
+import { Decoder, Encoder } from '@klog/protocol';
 import { KafkaErrorCode, KafkaProtocolError } from './errors.js';
 
 /**
@@ -71,109 +71,70 @@ export class KafkaWriter extends Encoder {
   }
 }
 
-/** Reads Kafka's primitive types from `buf[offset, end)`; every read past the end throws. */
-export class KafkaReader {
-  private pos: number;
-  private readonly end: number;
-
-  constructor(
-    private readonly buf: Buffer,
-    offset = 0,
-    end = buf.length,
-  ) {
-    this.pos = offset;
-    this.end = Math.min(end, buf.length);
-  }
-
-  /** Current position in the underlying buffer. */
-  get offset(): number {
-    return this.pos;
-  }
-
-  /** Bytes left. */
-  get remaining(): number {
-    return this.end - this.pos;
-  }
-
-  private need(n: number, what: string): void {
-    if (n < 0 || this.pos + n > this.end) {
-      throw new KafkaProtocolError(KafkaErrorCode.InvalidRequest, `truncated input: ${what} needs ${n} bytes at position ${this.pos}, ${this.end - this.pos} left`);
-    }
+/**
+ * Reads Kafka's primitive types from `buf[offset, end)`: @klog/protocol's bounds-checked
+ * {@link Decoder} under Kafka's type names, with nullable strings and bytes and arrays; every
+ * malformed input throws KafkaProtocolError (InvalidRequest).
+ */
+export class KafkaReader extends Decoder {
+  protected override failure(message: string): Error {
+    return new KafkaProtocolError(KafkaErrorCode.InvalidRequest, message);
   }
 
   int8(what = 'int8'): number {
-    this.need(1, what);
-    return this.buf.readInt8(this.pos++);
+    return this.readInt8(what);
   }
 
   int16(what = 'int16'): number {
-    this.need(2, what);
-    const v = this.buf.readInt16BE(this.pos);
-    this.pos += 2;
-    return v;
+    return this.readInt16(what);
   }
 
   int32(what = 'int32'): number {
-    this.need(4, what);
-    const v = this.buf.readInt32BE(this.pos);
-    this.pos += 4;
-    return v;
+    return this.readInt32(what);
   }
 
   /** An int64 as a number. @throws KafkaProtocolError (InvalidRequest) outside ±2^53 */
   int64(what = 'int64'): number {
-    this.need(8, what);
-    const v = this.buf.readBigInt64BE(this.pos);
-    this.pos += 8;
-    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) {
-      throw new KafkaProtocolError(KafkaErrorCode.InvalidRequest, `${what} ${v} is outside ±2^53`);
-    }
-    return Number(v);
+    return this.readInt64(what);
   }
 
   boolean(what = 'boolean'): boolean {
-    return this.int8(what) !== 0;
+    return this.readInt8(what) !== 0;
   }
 
   /** A `string`. @throws KafkaProtocolError for a negative length */
   string(what = 'string'): string {
     const s = this.nullableString(what);
-    if (s === null) throw new KafkaProtocolError(KafkaErrorCode.InvalidRequest, `${what} is null`);
+    if (s === null) throw this.failure(`${what} is null`);
     return s;
   }
 
   /** A `nullable_string`: null for length -1. */
   nullableString(what = 'string'): string | null {
-    const n = this.int16(what);
+    const n = this.readInt16(what);
     if (n === -1) return null;
-    if (n < 0) throw new KafkaProtocolError(KafkaErrorCode.InvalidRequest, `${what} has length ${n}`);
-    this.need(n, what);
-    const s = this.buf.toString('utf8', this.pos, this.pos + n);
-    this.pos += n;
-    return s;
+    if (n < 0) throw this.failure(`${what} has length ${n}`);
+    return this.readUtf8(n, what);
   }
 
   /** A `nullable_bytes` as a view (not a copy): null for length -1. */
   nullableBytes(what = 'bytes'): Buffer | null {
-    const n = this.int32(what);
+    const n = this.readInt32(what);
     if (n === -1) return null;
-    if (n < 0) throw new KafkaProtocolError(KafkaErrorCode.InvalidRequest, `${what} has length ${n}`);
-    return this.raw(n, what);
+    if (n < 0) throw this.failure(`${what} has length ${n}`);
+    return this.readBytes(n, what);
   }
 
   /** A `bytes` as a view. */
   bytes(what = 'bytes'): Buffer {
     const b = this.nullableBytes(what);
-    if (b === null) throw new KafkaProtocolError(KafkaErrorCode.InvalidRequest, `${what} is null`);
+    if (b === null) throw this.failure(`${what} is null`);
     return b;
   }
 
   /** The next `n` bytes as a view. */
   raw(n: number, what = 'bytes'): Buffer {
-    this.need(n, what);
-    const b = this.buf.subarray(this.pos, this.pos + n);
-    this.pos += n;
-    return b;
+    return this.readBytes(n, what);
   }
 
   /**
@@ -183,17 +144,15 @@ export class KafkaReader {
    */
   array<T>(read: (r: this) => T, what = 'array'): T[] {
     const items = this.nullableArray(read, what);
-    if (items === null) throw new KafkaProtocolError(KafkaErrorCode.InvalidRequest, `${what} is null`);
+    if (items === null) throw this.failure(`${what} is null`);
     return items;
   }
 
   /** `[T]` where count -1 is null. */
   nullableArray<T>(read: (r: this) => T, what = 'array'): T[] | null {
-    const n = this.int32(`${what} count`);
+    const n = this.readInt32(`${what} count`);
     if (n === -1) return null;
-    if (n < 0 || n > this.remaining) {
-      throw new KafkaProtocolError(KafkaErrorCode.InvalidRequest, `${what} count ${n} with ${this.remaining} bytes left`);
-    }
+    if (n < 0 || n > this.remaining) throw this.failure(`${what} count ${n} with ${this.remaining} bytes left`);
     const out: T[] = [];
     for (let i = 0; i < n; i++) out.push(read(this));
     return out;
@@ -201,8 +160,6 @@ export class KafkaReader {
 
   /** @throws KafkaProtocolError (InvalidRequest) unless every byte has been read */
   done(what: string): void {
-    if (this.pos !== this.end) {
-      throw new KafkaProtocolError(KafkaErrorCode.InvalidRequest, `${what}: ${this.end - this.pos} trailing bytes`);
-    }
+    this.assertDone(what);
   }
 }

@@ -46,27 +46,11 @@ export function kafkaMessageSize(magic: 0 | 1, keyBytes: number, valueBytes: num
 
 /**
  * Writes one message at `pos` of `buf` (room for {@link kafkaMessageSize} bytes must be there)
- * and its CRC.
+ * but for its CRC, which {@link writeKafkaCrcs} fills in afterwards, one call for a whole set.
  * @param timestamp ms since the epoch, or undefined for -1 (ignored for magic 0)
  * @returns the position after it
  */
-export function writeKafkaMessage(
-  buf: Buffer,
-  pos: number,
-  offset: number,
-  magic: 0 | 1,
-  attributes: number,
-  timestamp: number | undefined,
-  key: Uint8Array | null,
-  value: Uint8Array | null,
-): number {
-  const end = writeKafkaMessageWithoutCrc(buf, pos, offset, magic, attributes, timestamp, key, value);
-  buf.writeUInt32BE(crc32Range(buf, pos + logOverheadBytes + 4, end), pos + logOverheadBytes);
-  return end;
-}
-
-/** {@link writeKafkaMessage} but for the CRC, which {@link writeKafkaCrcs} fills in afterwards. */
-function writeKafkaMessageWithoutCrc(
+function writeKafkaMessage(
   buf: Buffer,
   pos: number,
   offset: number,
@@ -222,7 +206,7 @@ export function encodeKafkaMessageSet(messages: readonly KafkaMessageInput[], ma
   for (const m of messages) size += kafkaMessageSize(magic, m.key?.length ?? 0, m.value?.length ?? 0);
   const buf = Buffer.allocUnsafe(size);
   let pos = 0;
-  messages.forEach((m, i) => (pos = writeKafkaMessageWithoutCrc(buf, pos, baseOffset + i, magic, 0, m.timestamp, m.key, m.value)));
+  messages.forEach((m, i) => (pos = writeKafkaMessage(buf, pos, baseOffset + i, magic, 0, m.timestamp, m.key, m.value)));
   writeKafkaCrcs(buf, 0, pos);
   return buf;
 }
@@ -236,7 +220,7 @@ export async function gzipKafkaMessageSet(messages: readonly KafkaMessageInput[]
   const value = await gzipAsync(inner);
   const timestamp = magic === 1 ? Math.max(-1, ...messages.map((m) => m.timestamp ?? -1)) : undefined;
   const buf = Buffer.allocUnsafe(kafkaMessageSize(magic, 0, value.length));
-  writeKafkaMessage(buf, 0, offset, magic, KafkaCodec.Gzip, timestamp === -1 ? undefined : timestamp, null, value);
+  writeKafkaCrcs(buf, 0, writeKafkaMessage(buf, 0, offset, magic, KafkaCodec.Gzip, timestamp === -1 ? undefined : timestamp, null, value));
   return buf;
 }
 

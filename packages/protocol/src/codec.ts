@@ -132,7 +132,11 @@ export class Encoder {
   }
 }
 
-/** Reads big-endian values from a buffer; every read past the end throws ProtocolError. */
+/**
+ * Reads big-endian values from a buffer; every read past the end throws ProtocolError
+ * (InvalidRequest). A protocol with errors of its own (the Kafka listener's reader) extends it
+ * and overrides {@link failure}; `what` in every read names the field in the error.
+ */
 export class Decoder {
   private pos: number;
 
@@ -162,38 +166,43 @@ export class Decoder {
     return this.end - this.pos;
   }
 
+  /** The error a malformed input throws, with `message` saying what was wrong: here ProtocolError (InvalidRequest). */
+  protected failure(message: string): Error {
+    return new ProtocolError(ErrorCode.InvalidRequest, message);
+  }
+
   private need(n: number, what: string): void {
     if (n < 0 || this.pos + n > this.end) {
-      throw new ProtocolError(ErrorCode.InvalidRequest, `truncated input: ${what} needs ${n} bytes at position ${this.pos}, ${this.end - this.pos} left`);
+      throw this.failure(`truncated input: ${what} needs ${n} bytes at position ${this.pos}, ${this.end - this.pos} left`);
     }
   }
 
-  readInt8(): number {
-    this.need(1, 'int8');
+  readInt8(what = 'int8'): number {
+    this.need(1, what);
     return this.buf.readInt8(this.pos++);
   }
 
-  readInt16(): number {
-    this.need(2, 'int16');
+  readInt16(what = 'int16'): number {
+    this.need(2, what);
     const v = this.buf.readInt16BE(this.pos);
     this.pos += 2;
     return v;
   }
 
-  readInt32(): number {
-    this.need(4, 'int32');
+  readInt32(what = 'int32'): number {
+    this.need(4, what);
     const v = this.buf.readInt32BE(this.pos);
     this.pos += 4;
     return v;
   }
 
   /** Reads an int64 as a number; throws when it is outside the safe-integer range. */
-  readInt64(): number {
-    this.need(8, 'int64');
+  readInt64(what = 'int64'): number {
+    this.need(8, what);
     const v = this.buf.readBigInt64BE(this.pos);
     this.pos += 8;
     if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) {
-      throw new ProtocolError(ErrorCode.InvalidRequest, `int64 ${v} is outside the supported range of ±2^53`);
+      throw this.failure(`${what} ${v} is outside the supported range of ±2^53`);
     }
     return Number(v);
   }
@@ -201,7 +210,12 @@ export class Decoder {
   /** `int16 length | utf8 bytes`; a negative length throws. */
   readString(what = 'string'): string {
     const n = this.readInt16();
-    if (n < 0) throw new ProtocolError(ErrorCode.InvalidRequest, `${what} has negative length ${n}`);
+    if (n < 0) throw this.failure(`${what} has negative length ${n}`);
+    return this.readUtf8(n, what);
+  }
+
+  /** The next `n` bytes decoded as UTF-8 (no length before them). */
+  readUtf8(n: number, what = 'string'): string {
     this.need(n, what);
     const s = this.buf.toString('utf8', this.pos, this.pos + n);
     this.pos += n;
@@ -236,7 +250,7 @@ export class Decoder {
 
   /** A view (not a copy) of the next `n` bytes. */
   readBytes(n: number, what = 'bytes'): Buffer {
-    if (n < 0) throw new ProtocolError(ErrorCode.InvalidRequest, `${what} has negative length ${n}`);
+    if (n < 0) throw this.failure(`${what} has negative length ${n}`);
     this.need(n, what);
     const b = bufferView(this.buf, this.pos, this.pos + n);
     this.pos += n;
@@ -246,7 +260,7 @@ export class Decoder {
   /** Throws unless every byte has been read. */
   assertDone(what: string): void {
     if (this.pos !== this.end) {
-      throw new ProtocolError(ErrorCode.InvalidRequest, `${what}: ${this.end - this.pos} unexpected trailing bytes`);
+      throw this.failure(`${what}: ${this.end - this.pos} unexpected trailing bytes`);
     }
   }
 }

@@ -2,7 +2,24 @@
  * Errors thrown by the log layer. Each carries `code`, the wire error code (docs/design.md §3) a broker
  * answers with, so a request handler can map any of them without knowing the class.
  */
-import { ErrorCode, maxTopicNameBytes } from '@klog/protocol';
+import { ErrorCode, type ErrorCodeValue, maxTopicNameBytes } from '@klog/protocol';
+
+/**
+ * An error of the log layer: `code` is the wire error code a broker answers it with, `name` the
+ * subclass's name. Every error below extends it.
+ */
+export class StorageError extends Error {
+  override readonly name: string;
+  constructor(
+    /** The wire error code (docs/format.md). */
+    readonly code: ErrorCodeValue,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
 
 /**
  * A read of the log asked for an offset outside `[earliest, end]` of a partition (docs/design.md
@@ -10,10 +27,7 @@ import { ErrorCode, maxTopicNameBytes } from '@klog/protocol';
  * returns no bytes. The broker answers it with OffsetOutOfRange, which a client reports as its
  * own OffsetOutOfRangeError (@klog/client): two errors, two names.
  */
-export class LogOffsetOutOfRangeError extends Error {
-  override readonly name = 'LogOffsetOutOfRangeError';
-  /** Wire error code 1. */
-  readonly code = ErrorCode.OffsetOutOfRange;
+export class LogOffsetOutOfRangeError extends StorageError {
   constructor(
     readonly topic: string,
     readonly partition: number,
@@ -24,22 +38,19 @@ export class LogOffsetOutOfRangeError extends Error {
     /** The partition's visible end offset. */
     readonly end: number,
   ) {
-    super(`offset ${offset} of ${topic}-${partition} is outside [${earliest}, ${end}]`);
+    super(ErrorCode.OffsetOutOfRange, `offset ${offset} of ${topic}-${partition} is outside [${earliest}, ${end}]`);
   }
 }
 
 /** A partition number that is not an integer in `[0, partitionCount)` of its topic (docs/design.md §3). */
-export class WrongPartitionError extends Error {
-  override readonly name = 'WrongPartitionError';
-  /** Wire error code 3. */
-  readonly code = ErrorCode.WrongPartition;
+export class WrongPartitionError extends StorageError {
   constructor(
     readonly topic: string,
     readonly partition: number,
     /** Partitions the topic has on this broker. */
     readonly partitionCount: number,
   ) {
-    super(`partition ${partition} of topic ${topic} does not exist: the topic has ${partitionCount} partition(s)`);
+    super(ErrorCode.WrongPartition, `partition ${partition} of topic ${topic} does not exist: the topic has ${partitionCount} partition(s)`);
   }
 }
 
@@ -47,12 +58,9 @@ export class WrongPartitionError extends Error {
  * A topic name that cannot name a log directory: empty, longer than {@link maxTopicNameLength},
  * `.` or `..`, or with a character outside `[A-Za-z0-9._-]`.
  */
-export class InvalidTopicError extends Error {
-  override readonly name = 'InvalidTopicError';
-  /** Wire error code 9 (klog). */
-  readonly code = ErrorCode.InvalidTopic;
+export class InvalidTopicError extends StorageError {
   constructor(readonly topic: string) {
-    super(`invalid topic name ${JSON.stringify(topic)}: expected 1-${maxTopicNameLength} characters of [A-Za-z0-9._-], not "." or ".."`);
+    super(ErrorCode.InvalidTopic, `invalid topic name ${JSON.stringify(topic)}: expected 1-${maxTopicNameLength} characters of [A-Za-z0-9._-], not "." or ".."`);
   }
 }
 
@@ -70,12 +78,9 @@ export function isValidTopicName(topic: string): boolean {
 }
 
 /** An operation on a log or log manager after its `close()`. */
-export class LogClosedError extends Error {
-  override readonly name = 'LogClosedError';
-  /** Wire error code −1 (unknown server error). */
-  readonly code = ErrorCode.Unknown;
+export class LogClosedError extends StorageError {
   constructor(what: string) {
-    super(`${what} is closed`);
+    super(ErrorCode.Unknown, `${what} is closed`);
   }
 }
 
@@ -83,20 +88,14 @@ export class LogClosedError extends Error {
  * A topic that does not exist, asked for where the log manager does not create topics on use
  * (`autoCreateTopics: false`, the broker's `auto.create.topics.enable=false`).
  */
-export class UnknownTopicError extends Error {
-  override readonly name = 'UnknownTopicError';
-  /** Wire error code 10 (klog). */
-  readonly code = ErrorCode.UnknownTopic;
+export class UnknownTopicError extends StorageError {
   constructor(readonly topic: string) {
-    super(`topic ${topic} does not exist and topics are not created on use (auto.create.topics.enable=false)`);
+    super(ErrorCode.UnknownTopic, `topic ${topic} does not exist and topics are not created on use (auto.create.topics.enable=false)`);
   }
 }
 
 /** Creating a topic would take the log manager past its `maxPartitions` (the broker's `max.partitions`). */
-export class TooManyPartitionsError extends Error {
-  override readonly name = 'TooManyPartitionsError';
-  /** Wire error code 11 (klog). */
-  readonly code = ErrorCode.TooManyPartitions;
+export class TooManyPartitionsError extends StorageError {
   constructor(
     readonly topic: string,
     /** Partitions the log manager holds now. */
@@ -106,7 +105,7 @@ export class TooManyPartitionsError extends Error {
     /** The limit. */
     readonly maxPartitions: number,
   ) {
-    super(`creating topic ${topic} (${adding} partitions) would pass max.partitions ${maxPartitions}: the broker holds ${partitions}`);
+    super(ErrorCode.TooManyPartitions, `creating topic ${topic} (${adding} partitions) would pass max.partitions ${maxPartitions}: the broker holds ${partitions}`);
   }
 }
 
@@ -115,16 +114,13 @@ export class TooManyPartitionsError extends Error {
  * write stays in the log: the segment is cut back to its size before it. `cause` is the file
  * system error.
  */
-export class DiskFullError extends Error {
-  override readonly name = 'DiskFullError';
-  /** Wire error code 12 (klog). */
-  readonly code = ErrorCode.DiskFull;
+export class DiskFullError extends StorageError {
   constructor(
     /** The file (segment or directory) that could not be written. */
     readonly file: string,
     cause: unknown,
   ) {
-    super(`no space left for ${file}: ${(cause as Error).message}`, { cause });
+    super(ErrorCode.DiskFull, `no space left for ${file}: ${(cause as Error).message}`, { cause });
   }
 }
 
@@ -132,4 +128,36 @@ export class DiskFullError extends Error {
 export function asStorageError(err: unknown, file: string): unknown {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   return code === 'ENOSPC' || code === 'EDQUOT' ? new DiskFullError(file, err) : err;
+}
+
+/**
+ * A replica log (docs/replication.md §8.1) cannot be created or opened in its directory: the
+ * directory holds a paper partition, a replica of another topic id, or something that is not a
+ * replica. Nothing in the directory is changed. A broker answers a LEADER_AND_ISR that meets it
+ * with ReplicaLost (docs/replication.md §7).
+ */
+export class ReplicaDirError extends Error {
+  override readonly name = 'ReplicaDirError';
+  /** Wire error code −1 (unknown server error); the broker maps it. */
+  readonly code = ErrorCode.Unknown;
+  constructor(
+    /** The partition's directory. */
+    readonly dir: string,
+    reason: string,
+  ) {
+    super(`replica directory ${dir}: ${reason}`);
+  }
+}
+
+/**
+ * A paper topic cannot be created under a name this broker holds replica logs of
+ * (docs/replication.md §3: one namespace for topic names). Nothing is created.
+ */
+export class ReplicatedTopicError extends Error {
+  override readonly name = 'ReplicatedTopicError';
+  /** Wire error code −1 (unknown server error); the broker maps it. */
+  readonly code = ErrorCode.Unknown;
+  constructor(readonly topic: string) {
+    super(`topic ${topic} is a replicated topic on this broker: it is not created as a paper topic`);
+  }
 }

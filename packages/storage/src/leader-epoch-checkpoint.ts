@@ -22,6 +22,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCode } from '@klog/protocol';
+import { StorageError } from './errors.js';
 
 /** Name of the checkpoint file in a replica's directory. */
 export const leaderEpochCheckpointFileName = 'leader-epoch-checkpoint';
@@ -52,10 +53,7 @@ export interface EpochEnd {
  * entries, a field that is not a decimal integer, entries out of order. The replica must not
  * guess which epoch wrote what (docs/replication.md §8.2).
  */
-export class LeaderEpochCheckpointError extends Error {
-  override readonly name = 'LeaderEpochCheckpointError';
-  /** Wire error code −1 (unknown server error). */
-  readonly code = ErrorCode.Unknown;
+export class LeaderEpochCheckpointError extends StorageError {
   constructor(
     /** Path of the file. */
     readonly file: string,
@@ -63,7 +61,7 @@ export class LeaderEpochCheckpointError extends Error {
     readonly line: number,
     reason: string,
   ) {
-    super(`leader-epoch checkpoint ${file} line ${line}: ${reason}`);
+    super(ErrorCode.Unknown, `leader-epoch checkpoint ${file} line ${line}: ${reason}`);
   }
 }
 

@@ -3,19 +3,18 @@
  * share: the `--zookeeper` option, a short-lived ZooKeeper session, log end offsets read from
  * the brokers, and plain-text tables.
  */
-import { InvalidArgumentError } from 'commander';
+import { Option } from 'commander';
 import { SimpleConsumer } from '@klog/client';
 import { type BrokerInfo, parseConnectString, ZkClient } from '@klog/zk-registry';
 import type { Logger } from 'pino';
+import { optionCheck } from './options.js';
 
-/** `host:port[,host:port...][/chroot]`, kept as given once checked. */
-export function parseZkConnect(value: string): string {
-  try {
-    parseConnectString(value);
-    return value;
-  } catch (e) {
-    throw new InvalidArgumentError(`${(e as Error).message}.`);
-  }
+/** A ZooKeeper connect string `host:port[,host:port...][/chroot]`, kept as given once checked. */
+export const parseZkConnect: (value: string) => string = optionCheck(parseConnectString);
+
+/** The required `--zookeeper` option of the commands that read the cluster from ZooKeeper. */
+export function zookeeperOption(): Option {
+  return new Option('--zookeeper <connect>', 'ZooKeeper connect string host:port[,host:port...][/chroot]').argParser(parseZkConnect).makeOptionMandatory();
 }
 
 /** Most ms a command waits for its first ZooKeeper session. */

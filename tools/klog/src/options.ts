@@ -5,6 +5,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type BrokerAddress, KlogError, parseBrokerAddress, parseBrokerList } from '@klog/client';
 import { validateTopic } from '@klog/protocol';
+import { checkGroup } from '@klog/zk-registry';
 
 /**
  * Options given that do not go together, or one that is missing (a usage error: exit code 2, see
@@ -53,34 +54,39 @@ export function parseAcks(value: string): 0 | 1 | 2 {
   throw new InvalidArgumentError('expected 0 (no acknowledgement), 1 (appended) or 2 (flushed).');
 }
 
-/** One `host:port`. */
-export function parseBroker(value: string): BrokerAddress {
-  try {
-    return parseBrokerAddress(value);
-  } catch (e) {
-    throw new InvalidArgumentError(`${(e as KlogError).message}.`);
-  }
+/**
+ * A commander parser from a library's parser: what `parse` returns, its error becoming
+ * commander's InvalidArgumentError, so a bad value is refused in one line naming the option.
+ */
+export function optionParser<T>(parse: (value: string) => T): (value: string) => T {
+  return (value) => {
+    try {
+      return parse(value);
+    } catch (e) {
+      throw new InvalidArgumentError(`${(e as Error).message}.`);
+    }
+  };
 }
+
+/** A commander parser from a library's check (which throws for a bad value): the value as given, as {@link optionParser}. */
+export function optionCheck(check: (value: string) => unknown): (value: string) => string {
+  return optionParser((value) => {
+    check(value);
+    return value;
+  });
+}
+
+/** One `host:port`. */
+export const parseBroker: (value: string) => BrokerAddress = optionParser(parseBrokerAddress);
 
 /** `host:port[,host:port...]`, kept as given once checked. */
-export function parseBrokerListOption(value: string): string {
-  try {
-    parseBrokerList(value);
-    return value;
-  } catch (e) {
-    throw new InvalidArgumentError(`${(e as KlogError).message}.`);
-  }
-}
+export const parseBrokerListOption: (value: string) => string = optionCheck(parseBrokerList);
 
 /** A topic name (1-249 characters of `[A-Za-z0-9._-]`). */
-export function parseTopic(value: string): string {
-  try {
-    validateTopic(value);
-    return value;
-  } catch (e) {
-    throw new InvalidArgumentError(`${(e as Error).message}.`);
-  }
-}
+export const parseTopic: (value: string) => string = optionCheck(validateTopic);
+
+/** A consumer group id (checkGroup of @klog/zk-registry). */
+export const parseGroup: (value: string) => string = optionParser(checkGroup);
 
 /** `none` or `gzip`. */
 export function parseCompression(value: string): 'none' | 'gzip' {
@@ -95,28 +101,29 @@ export function parseNonEmpty(value: string): string {
 }
 
 /**
- * Both spellings of the broker option, as Kafka's tools taught them: `--broker-list` and
- * `--broker` name the same thing on every command that takes brokers. `alias` is the option the
- * command accepts besides its own `primary` one (hidden from the help, which names it); the
- * `preAction` hook this returns moves the alias's value to the primary option, refuses both at
- * once, and, when `required`, refuses neither — each a usage error (exit code 2).
+ * Adds the broker option in both spellings, as Kafka's tools taught them: `--broker-list` and
+ * `--broker` name the same thing on every command that takes brokers. `primary` is the command's
+ * own option (`--broker <host:port>` parsed by {@link parseBroker}, or `--broker-list
+ * <host:port,...>` by {@link parseBrokerListOption}), described by `description`; the other
+ * spelling is accepted too (hidden from the help, which names it) and parsed the same way. A
+ * `preAction` hook moves the alias's value to the primary option, refuses both at once, and,
+ * when `required`, refuses neither — each a usage error (exit code 2).
  */
-export function brokerSpellings(primary: 'broker' | 'brokerList', required: boolean): (thisCommand: Command, actionCommand: Command) => void {
+export function addBrokerOption(command: Command, primary: 'broker' | 'brokerList', description: string, required: boolean): Command {
+  const parse: (value: string) => unknown = primary === 'broker' ? parseBroker : parseBrokerListOption;
   const alias = primary === 'broker' ? 'brokerList' : 'broker';
   const flag = (name: string): string => (name === 'broker' ? '--broker' : '--broker-list');
-  return (_thisCommand, command) => {
-    const opts = command.opts<Record<string, unknown>>();
-    if (opts[alias] !== undefined) {
-      if (opts[primary] !== undefined) command.error(`error: give one of ${flag(primary)} and ${flag(alias)} (they are the same option)`, { exitCode: 2 });
-      command.setOptionValueWithSource(primary, opts[alias], 'cli');
-      command.setOptionValueWithSource(alias, undefined, 'default');
-    } else if (required && opts[primary] === undefined) {
-      command.error(`error: required option '${flag(primary)}' not specified`, { exitCode: 2 });
-    }
-  };
-}
-
-/** The hidden option of the other broker spelling (see {@link brokerSpellings}), parsed as the primary one is. */
-export function brokerAliasOption(primary: 'broker' | 'brokerList', parse: (value: string) => unknown): Option {
-  return new Option(primary === 'broker' ? '--broker-list <host:port>' : '--broker <host:port,...>').argParser(parse).hideHelp();
+  return command
+    .option(primary === 'broker' ? '--broker <host:port>' : '--broker-list <host:port,...>', description, parse)
+    .addOption(new Option(primary === 'broker' ? '--broker-list <host:port>' : '--broker <host:port,...>').argParser(parse).hideHelp())
+    .hook('preAction', (_thisCommand, actionCommand) => {
+      const opts = actionCommand.opts<Record<string, unknown>>();
+      if (opts[alias] !== undefined) {
+        if (opts[primary] !== undefined) actionCommand.error(`error: give one of ${flag(primary)} and ${flag(alias)} (they are the same option)`, { exitCode: 2 });
+        actionCommand.setOptionValueWithSource(primary, opts[alias], 'cli');
+        actionCommand.setOptionValueWithSource(alias, undefined, 'default');
+      } else if (required && opts[primary] === undefined) {
+        actionCommand.error(`error: required option '${flag(primary)}' not specified`, { exitCode: 2 });
+      }
+    });
 }

@@ -25,11 +25,14 @@
  * ZooKeeper sessions: when the connection drops, the consumer stops fetching and drops what it
  * has not handed out at once (its ownership may vanish if the session expires), and starts again
  * when the session comes back; after an expiry it rebalances on the new session, claiming anew.
+ *
+ * This file holds the membership (registration, watches, session events) and the rebalance
+ * loop; the settings are in config.ts, the fetchers in fetcher-pool.ts and fetcher.ts, the
+ * offsets in offset-commits.ts and offset-reset.ts, Algorithm 1 in rebalance.ts.
  */
 import {
   BrokerRegistry,
   ConsumerRegistry,
-  OffsetRegistry,
   OwnershipRegistry,
   ZkClient,
   allPartitions,
@@ -37,11 +40,6 @@ import {
   checkTopic,
   consumerThreadIds,
   newConsumerId,
-  offsetPath,
-  parseOffset,
-  ZkBadVersionError,
-  ZkNoNodeError,
-  ZkSessionExpiredError,
   type BrokerInfo,
   type OwnershipFence,
   type ZkSessionCredentials,
@@ -49,72 +47,22 @@ import {
 } from '@klog/zk-registry';
 import { type Logger, silentLogger } from '@klog/logger';
 import { KlogError } from '../errors.js';
-import { defaultDecompressedBytesPerFetchByte, defaultFetchBytes, defaultMaxFetchBytes, SimpleConsumer } from '../simple-consumer.js';
-import { BrokerFetcher, type OffsetResetEvent } from './fetcher.js';
-import { type OffsetReset, parseOffsetReset, resetOffset } from './offset-reset.js';
 import { sleep } from '../sleep.js';
-import { MessageQueue, defaultQueuedChunksMax, type GroupMessage, type MessageStream, type PartitionTopicInfo } from './message-stream.js';
+import {
+  type GroupConsumerConfig,
+  type OwnedPartition,
+  type ProcessedPosition,
+  type ResolvedGroupConsumerConfig,
+  partitionKey as keyOf,
+  resolveGroupConsumerConfig,
+} from './config.js';
+import { FetcherPool } from './fetcher-pool.js';
+import { MessageQueue, type MessageStream, type PartitionTopicInfo } from './message-stream.js';
+import { OffsetCommitter } from './offset-commits.js';
+import { applyResetPolicy } from './offset-reset.js';
 import { assignPartitions, comparePartitions, type PartitionRef } from './rebalance.js';
 
-/** Settings of a {@link GroupConsumer}; durations in ms, sizes in bytes. */
-export interface GroupConsumerConfig {
-  /** ZooKeeper connect string `host:port[,host:port...][/chroot]`. */
-  zookeeper: string;
-  /** The consumer group: consumers of one group share the partitions. */
-  groupId: string;
-  /** This consumer's id in the group; default `<groupId>_<hostname>-<epoch ms>-<8 hex>`. */
-  consumerId?: string;
-  /** Where a partition without a valid committed offset starts: its earliest (`smallest`) or its end (`largest`, default, as Kafka 0.7). */
-  autoOffsetReset?: OffsetReset;
-  /** Commit the consumed offsets every `autoCommitIntervalMs`, before a rebalance and on close. Default true. */
-  autoCommit?: boolean;
-  /** Auto-commit interval, ms. Default 1000. */
-  autoCommitIntervalMs?: number;
-  /** Bytes per fetch; grown (up to `maxFetchBytes`) for a message larger than it. Default 1 MiB. */
-  fetchBytes?: number;
-  /** Largest fetch, bytes; a larger message is an error the streams throw. Default 16 MiB. */
-  maxFetchBytes?: number;
-  /**
-   * Most bytes one fetch decompresses (against decompression bombs); a single compressed set
-   * larger than this is a DecompressedTooLargeError the streams throw. Default 4 × maxFetchBytes.
-   */
-  maxDecompressedBytes?: number;
-  /** Long-poll wait per fetch at the log end, ms. Default 500. */
-  maxWaitMs?: number;
-  /** ZooKeeper session timeout, ms: how long after a crash this consumer's partitions move. Default 6000. */
-  zkSessionTimeoutMs?: number;
-  /** Attempts of one rebalance before it fails with {@link RebalanceFailedError}. Default 4. */
-  rebalanceMaxRetries?: number;
-  /** Wait between two attempts of a rebalance, ms. Default 2000. */
-  rebalanceBackoffMs?: number;
-  /** Fetched chunks a stream queues before its fetchers wait (back-pressure). Default 10. */
-  queuedChunksMax?: number;
-  /** pino-compatible logger. Default: silent. */
-  logger?: Logger;
-  /**
-   * Called when a fetch met OffsetOutOfRange and `autoOffsetReset` moved the partition's
-   * position, e.g. retention deleted data from `from` up to `earliest` before it was consumed.
-   */
-  onOffsetReset?: (event: OffsetResetEvent) => void;
-  /**
-   * Called when partitions are about to be released (a rebalance or {@link GroupConsumer.close}),
-   * after the fetchers stopped (no message of them is handed out any more) and before the
-   * ownership goes: the application finishes what it holds of them and returns the positions
-   * to commit (as for {@link GroupConsumer.commitOffsets} with `processed`), committed before
-   * the release. The rebalance waits for it, so keep it bounded. A throw is logged and ignored.
-   */
-  beforeRelease?: (
-    partitions: readonly OwnedPartition[],
-    why: 'rebalance' | 'close',
-  ) => Promise<Iterable<Pick<GroupMessage, 'topic' | 'brokerId' | 'partition' | 'nextOffset'>> | undefined>;
-}
-
-/** A partition a consumer owns. */
-export interface OwnedPartition {
-  readonly topic: string;
-  readonly brokerId: number;
-  readonly partition: number;
-}
+export type { GroupConsumerConfig, OwnedPartition, ProcessedPosition } from './config.js';
 
 /**
  * A rebalance ran out of attempts: some partition stayed owned by another consumer (or
@@ -140,11 +88,6 @@ export class RebalanceFailedError extends KlogError {
 /** Why an attempt did not complete. */
 type AttemptResult = { ok: true } | { ok: false; reason: string; cause?: unknown };
 
-/** Key of a partition in maps: `<topic>/<brokerId>-<partition>`. */
-function keyOf(p: OwnedPartition): string {
-  return `${p.topic}/${p.brokerId}-${p.partition}`;
-}
-
 /**
  * A member of a consumer group (docs/design.md §4). Call {@link createMessageStreams} once, iterate the
  * streams, {@link close} when done.
@@ -153,8 +96,7 @@ export class GroupConsumer {
   /** This consumer's id in the group; its threads are `<consumerId>-<i>`. */
   readonly consumerId: string;
   private readonly groupId: string;
-  private readonly config: Required<Omit<GroupConsumerConfig, 'consumerId' | 'logger' | 'onOffsetReset' | 'beforeRelease'>>;
-  private readonly onOffsetReset: GroupConsumerConfig['onOffsetReset'];
+  private readonly config: ResolvedGroupConsumerConfig;
   private readonly beforeRelease: GroupConsumerConfig['beforeRelease'];
   private readonly logger: Logger;
 
@@ -162,24 +104,20 @@ export class GroupConsumer {
   private brokers!: BrokerRegistry;
   private consumers!: ConsumerRegistry;
   private ownership!: OwnershipRegistry;
-  private offsets!: OffsetRegistry;
+  /** Reads and commits the offsets; set on connecting. */
+  private committer: OffsetCommitter | undefined;
   private subscription: Record<string, number> = {};
   private readonly queues = new Map<string, MessageQueue[]>();
   /** Partitions owned now (claimed in the last successful rebalance), by {@link keyOf}. */
   private owned = new Map<string, PartitionTopicInfo>();
-  /** The claim of each owned partition, by {@link keyOf}: commits are fenced by it. */
-  private fences = new Map<string, OwnershipFence>();
-  private fetchers: BrokerFetcher[] = [];
-  /** Resolves when the fetchers last stopped have finished. */
-  private fetchersStopped: Promise<void> = Promise.resolve();
+  /** Live brokers as of the last rebalance (where the fetchers connect). */
+  private liveBrokers = new Map<number, BrokerInfo>();
+  private readonly fetchers: FetcherPool;
   private watches: ZkWatch[] = [];
   /** Set once the watches delivered their first values: later changes trigger rebalances. */
   private watching = false;
   private rebalanceWanted = false;
   private rebalanceLoop: Promise<void> | undefined;
-  /** Serializes commits so that an older offset never overwrites a newer one. */
-  private commitChain: Promise<void> = Promise.resolve();
-  private commitTimer: NodeJS.Timeout | undefined;
   private readonly closing = new AbortController();
   private failure: Error | undefined;
   private started = false;
@@ -192,37 +130,17 @@ export class GroupConsumer {
     this.groupId = checkGroup(config.groupId);
     this.consumerId = config.consumerId ?? newConsumerId(config.groupId);
     this.logger = config.logger ?? silentLogger;
-    this.onOffsetReset = config.onOffsetReset;
     this.beforeRelease = config.beforeRelease;
-    this.config = {
-      zookeeper: config.zookeeper,
-      groupId: config.groupId,
-      autoOffsetReset: config.autoOffsetReset ?? 'largest',
-      autoCommit: config.autoCommit ?? true,
-      autoCommitIntervalMs: config.autoCommitIntervalMs ?? 1000,
-      fetchBytes: config.fetchBytes ?? defaultFetchBytes,
-      maxFetchBytes: config.maxFetchBytes ?? defaultMaxFetchBytes,
-      maxDecompressedBytes: config.maxDecompressedBytes ?? defaultDecompressedBytesPerFetchByte * (config.maxFetchBytes ?? defaultMaxFetchBytes),
-      maxWaitMs: config.maxWaitMs ?? 500,
-      zkSessionTimeoutMs: config.zkSessionTimeoutMs ?? 6000,
-      rebalanceMaxRetries: config.rebalanceMaxRetries ?? 4,
-      rebalanceBackoffMs: config.rebalanceBackoffMs ?? 2000,
-      queuedChunksMax: config.queuedChunksMax ?? defaultQueuedChunksMax,
-    };
-    const c = this.config;
-    parseOffsetReset(c.autoOffsetReset, 'autoOffsetReset');
-    positive('autoCommitIntervalMs', c.autoCommitIntervalMs);
-    positive('fetchBytes', c.fetchBytes);
-    positive('maxFetchBytes', c.maxFetchBytes);
-    positive('maxDecompressedBytes', c.maxDecompressedBytes);
-    positive('zkSessionTimeoutMs', c.zkSessionTimeoutMs);
-    positive('rebalanceMaxRetries', c.rebalanceMaxRetries);
-    positive('queuedChunksMax', c.queuedChunksMax);
-    if (!Number.isInteger(c.maxWaitMs) || c.maxWaitMs < 0) throw new RangeError(`maxWaitMs ${c.maxWaitMs} must be a non-negative integer`);
-    if (!Number.isInteger(c.rebalanceBackoffMs) || c.rebalanceBackoffMs < 0) {
-      throw new RangeError(`rebalanceBackoffMs ${c.rebalanceBackoffMs} must be a non-negative integer`);
-    }
-    if (c.fetchBytes > c.maxFetchBytes) throw new RangeError(`fetchBytes ${c.fetchBytes} exceeds maxFetchBytes ${c.maxFetchBytes}`);
+    this.config = resolveGroupConsumerConfig(config);
+    this.fetchers = new FetcherPool({
+      fetchBytes: this.config.fetchBytes,
+      maxFetchBytes: this.config.maxFetchBytes,
+      maxDecompressedBytes: this.config.maxDecompressedBytes,
+      maxWaitMs: this.config.maxWaitMs,
+      autoOffsetReset: this.config.autoOffsetReset,
+      logger: this.logger,
+      onOffsetReset: config.onOffsetReset,
+    });
   }
 
   /**
@@ -255,7 +173,8 @@ export class GroupConsumer {
     this.brokers = new BrokerRegistry(zk);
     this.consumers = new ConsumerRegistry(zk);
     this.ownership = new OwnershipRegistry(zk);
-    this.offsets = new OffsetRegistry(zk);
+    const committer = new OffsetCommitter(zk, this.groupId, this.config.autoOffsetReset, this.logger);
+    this.committer = committer;
     try {
       zk.on('disconnected', () => this.pauseFetching('lost the connection to ZooKeeper'));
       zk.on('expired', () => this.pauseFetching('ZooKeeper session expired'));
@@ -280,12 +199,7 @@ export class GroupConsumer {
       await this.close().catch(() => {});
       throw error;
     }
-    if (this.config.autoCommit) {
-      this.commitTimer = setInterval(() => {
-        this.commitOffsets().catch((err: unknown) => this.logger.warn({ err }, 'auto-commit failed; will retry'));
-      }, this.config.autoCommitIntervalMs);
-      this.commitTimer.unref();
-    }
+    if (this.config.autoCommit) committer.startAutoCommit(this.config.autoCommitIntervalMs, () => this.commitOffsets());
     const out: Record<string, MessageStream[]> = {};
     for (const [topic, queues] of this.queues) out[topic] = queues;
     return out;
@@ -301,15 +215,9 @@ export class GroupConsumer {
    *   unlisted and no longer owned partitions are left as they are
    * @throws ZkError when ZooKeeper fails (the offsets are committed again next time)
    */
-  commitOffsets(processed?: Iterable<Pick<GroupMessage, 'topic' | 'brokerId' | 'partition' | 'nextOffset'>>): Promise<void> {
-    let upTo: Map<string, number> | undefined;
-    if (processed !== undefined) {
-      upTo = new Map();
-      for (const p of processed) upTo.set(keyOf(p), p.nextOffset);
-    }
-    const run = this.commitChain.then(() => this.commitNow([...this.owned.values()], upTo));
-    this.commitChain = run.catch(() => {});
-    return run;
+  commitOffsets(processed?: Iterable<ProcessedPosition>): Promise<void> {
+    // Before connecting nothing is owned, so there is nothing to commit.
+    return this.committer?.commit([...this.owned.values()], processed) ?? Promise.resolve();
   }
 
   /**
@@ -319,7 +227,7 @@ export class GroupConsumer {
   async close(): Promise<void> {
     if (this.closing.signal.aborted) return;
     this.closing.abort();
-    clearInterval(this.commitTimer);
+    this.committer?.stopAutoCommit();
     for (const w of this.watches) w.close();
     await this.rebalanceLoop;
     const owned = [...this.owned.values()];
@@ -468,62 +376,17 @@ export class GroupConsumer {
         consumedOffset: undefined,
         committedOffset: undefined,
       };
-      info.consumedOffset = await this.readCommittedOffset(info);
+      info.consumedOffset = await this.committer!.read(info);
       info.committedOffset = info.consumedOffset;
       owned.set(keyOf(info), info);
     }
-    await this.applyResetPolicy([...owned.values()].filter((i) => i.consumedOffset === undefined), live);
+    await applyResetPolicy(this.config.autoOffsetReset, [...owned.values()].filter((i) => i.consumedOffset === undefined), live, this.logger);
     this.owned = owned;
-    this.fences = fences;
+    this.committer!.fences = fences;
     this.liveBrokers = live;
     if (this.closing.signal.aborted) return { ok: true };
     if (this.zk?.isConnected) this.startFetchers();
     return { ok: true };
-  }
-
-  /** Live brokers as of the last rebalance (where the fetchers connect). */
-  private liveBrokers = new Map<number, BrokerInfo>();
-
-  /**
-   * The committed offset of a partition; undefined (start from the reset policy) when none is
-   * stored or the stored value is not a non-negative integer (with a warning).
-   */
-  private async readCommittedOffset(p: OwnedPartition): Promise<number | undefined> {
-    const node = await this.zk!.getData(offsetPath(this.groupId, p.topic, p.brokerId, p.partition));
-    if (node === undefined) return undefined;
-    const value = node.data.toString('utf8');
-    const offset = parseOffset(value);
-    if (offset === undefined) {
-      this.logger.warn(
-        { topic: p.topic, brokerId: p.brokerId, partition: p.partition, value, policy: this.config.autoOffsetReset },
-        'invalid committed offset (not a non-negative integer); using the reset policy',
-      );
-    }
-    return offset;
-  }
-
-  /**
-   * Sets the start of partitions without a valid committed offset from `autoOffsetReset`
-   * (an OFFSETS request to their broker), so that a consumer that joined starts at the log
-   * end as of the rebalance. A broker that does not answer leaves it to the fetcher.
-   */
-  private async applyResetPolicy(infos: readonly PartitionTopicInfo[], live: ReadonlyMap<number, BrokerInfo>): Promise<void> {
-    for (const info of infos) {
-      const broker = live.get(info.brokerId);
-      if (!broker) continue;
-      const consumer = new SimpleConsumer({ host: broker.host, port: broker.port, connectTimeoutMs: 2000, requestTimeoutMs: 5000 });
-      try {
-        info.consumedOffset = await resetOffset(this.config.autoOffsetReset, consumer, info.topic, info.partition);
-        this.logger.info(
-          { topic: info.topic, brokerId: info.brokerId, partition: info.partition, offset: info.consumedOffset, policy: this.config.autoOffsetReset },
-          'no valid committed offset; starting from the reset policy',
-        );
-      } catch (err) {
-        this.logger.warn({ topic: info.topic, brokerId: info.brokerId, partition: info.partition, err }, 'could not ask the broker for the reset offset; the fetcher will');
-      } finally {
-        await consumer.close().catch(() => {});
-      }
-    }
   }
 
   /** Runs the `beforeRelease` callback and commits the positions it returns. */
@@ -543,52 +406,10 @@ export class GroupConsumer {
     for (const p of partitions) await this.ownership.release(this.groupId, p.topic, p);
   }
 
-  private async commitNow(infos: readonly PartitionTopicInfo[], upTo?: ReadonlyMap<string, number>): Promise<void> {
-    const committed: Array<{ topic: string; brokerId: number; partition: number; offset: number }> = [];
-    for (const info of infos) {
-      const consumed = info.consumedOffset;
-      const asked = upTo === undefined ? consumed : upTo.get(keyOf(info));
-      const offset = asked === undefined || consumed === undefined ? undefined : Math.min(asked, consumed);
-      if (offset === undefined || offset === info.committedOffset) continue;
-      try {
-        await this.offsets.commit(this.groupId, info.topic, info, offset, this.fences.get(keyOf(info)));
-      } catch (err) {
-        if (!(err instanceof ZkBadVersionError || err instanceof ZkNoNodeError || err instanceof ZkSessionExpiredError)) throw err;
-        this.logger.warn({ topic: info.topic, brokerId: info.brokerId, partition: info.partition, offset, err }, 'offset not committed: this consumer no longer owns the partition');
-        continue;
-      }
-      info.committedOffset = offset;
-      committed.push({ topic: info.topic, brokerId: info.brokerId, partition: info.partition, offset });
-    }
-    if (committed.length > 0) this.logger.debug({ group: this.groupId, offsets: committed }, 'offsets committed');
-  }
-
   // ------------------------------------------------------------------ fetchers
 
   private startFetchers(): void {
-    if (this.fetchers.length > 0) return;
-    const byBroker = new Map<number, PartitionTopicInfo[]>();
-    for (const info of this.owned.values()) {
-      const list = byBroker.get(info.brokerId) ?? [];
-      list.push(info);
-      byBroker.set(info.brokerId, list);
-    }
-    for (const [brokerId, infos] of byBroker) {
-      const broker = this.liveBrokers.get(brokerId);
-      if (!broker) continue;
-      const fetcher = new BrokerFetcher(broker, infos, {
-        fetchBytes: this.config.fetchBytes,
-        maxFetchBytes: this.config.maxFetchBytes,
-        maxDecompressedBytes: this.config.maxDecompressedBytes,
-        maxWaitMs: this.config.maxWaitMs,
-        autoOffsetReset: this.config.autoOffsetReset,
-        logger: this.logger,
-        onFatal: (info, error) => info.queue.fail(error),
-        onOffsetReset: this.onOffsetReset,
-      });
-      fetcher.start();
-      this.fetchers.push(fetcher);
-    }
+    this.fetchers.start(this.owned.values(), this.liveBrokers);
   }
 
   /**
@@ -596,17 +417,11 @@ export class GroupConsumer {
    * message is handed out after this call returns); resolves when they have finished.
    */
   private stopFetchers(): Promise<void> {
-    const fetchers = this.fetchers;
-    this.fetchers = [];
-    const infos = new Set(this.owned.values());
-    for (const queues of this.queues.values()) for (const q of queues) q.clear(infos);
-    const stopping = Promise.all(fetchers.map((f) => f.stop())).then(() => undefined);
-    this.fetchersStopped = Promise.all([this.fetchersStopped, stopping]).then(() => undefined);
-    return this.fetchersStopped;
+    return this.fetchers.stop(this.queues.values(), this.owned.values());
   }
 
   private pauseFetching(why: string): void {
-    if (this.fetchers.length === 0) return;
+    if (!this.fetchers.running) return;
     this.logger.warn({ group: this.groupId, consumerId: this.consumerId, owned: this.ownedPartitions().map(keyOf) }, `${why}: fetching stopped`);
     void this.stopFetchers();
   }
@@ -614,12 +429,11 @@ export class GroupConsumer {
   /** Restarts the fetchers of the owned partitions after the session came back, unless a rebalance runs (it starts them). */
   private resumeFetching(fromRebalanceLoop = false): void {
     if (!fromRebalanceLoop && this.rebalanceLoop !== undefined) return;
-    if (this.closing.signal.aborted || this.failure || !this.zk?.isConnected || this.fetchers.length > 0 || this.owned.size === 0) return;
+    if (this.closing.signal.aborted || this.failure || !this.zk?.isConnected || this.fetchers.running || this.owned.size === 0) return;
     this.logger.info({ owned: this.ownedPartitions().map(keyOf) }, 'ZooKeeper session kept; fetching again');
     this.startFetchers();
   }
 
-  /** Fails the consumer: it leaves the group (so the others take its share) and its streams throw `error`. */
   /** Leaves the group (so the other members take its share), then makes the streams throw `error`. */
   private async fail(error: Error): Promise<void> {
     this.failure = error;
@@ -628,8 +442,4 @@ export class GroupConsumer {
     });
     for (const queues of this.queues.values()) for (const q of queues) q.fail(error);
   }
-}
-
-function positive(name: string, value: number): void {
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} ${value} must be a positive integer`);
 }

@@ -12,12 +12,10 @@
  */
 import type { Command } from 'commander';
 import { type BrokerAddress, defaultFetchBytes, SimpleConsumer } from '@klog/client';
-import { checkGroup } from '@klog/zk-registry';
-import { InvalidArgumentError } from 'commander';
 import { parseZkConnect } from '../cluster.js';
 import { consumeGroup } from './consume-group.js';
 import { createLogger } from '../logger.js';
-import { brokerAliasOption, brokerSpellings, intParser, parseBroker, parseStartOffset, parseTopic, type StartOffset, UsageError } from '../options.js';
+import { addBrokerOption, intParser, parseGroup, parseStartOffset, parseTopic, type StartOffset, UsageError } from '../options.js';
 import { messagePrinter, type MessageFormatter, parseFormat } from '../message-format.js';
 import { OutputWriter } from '../output.js';
 import { startOfLast, type TailStart } from '../tail.js';
@@ -48,15 +46,14 @@ interface ConsumeOptions {
 
 /** Adds `klog consume` to `program`. */
 export function registerConsume(program: Command): void {
-  program
-    .command('consume')
-    .description(
-      'print messages on stdout, one per line: of one partition (--broker), or as a member of a consumer group (--zookeeper --group)',
-    )
-    .option('--broker <host:port>', 'simple mode: broker holding the partition (--broker-list is the same option)', parseBroker)
-    .addOption(brokerAliasOption('broker', parseBroker))
+  addBrokerOption(
+    program.command('consume').description('print messages on stdout, one per line: of one partition (--broker), or as a member of a consumer group (--zookeeper --group)',),
+    'broker',
+    'simple mode: broker holding the partition (--broker-list is the same option)',
+    false,
+  )
     .option('--zookeeper <connect>', 'group mode: ZooKeeper connect string host:port[,host:port...][/chroot]', parseZkConnect)
-    .option('--group <group>', 'group mode: the consumer group to join', parseGroupId)
+    .option('--group <group>', 'group mode: the consumer group to join', parseGroup)
     .requiredOption('--topic <topic>', 'topic to read', parseTopic)
     .option('--partition <n>', 'simple mode: partition to read', intParser(0), 0)
     .option('--offset <earliest|latest|N|-N>', 'simple mode: where to start: the oldest message, the log end, a byte offset, or -N: the last N messages', parseStartOffset, 'earliest')
@@ -82,9 +79,8 @@ export function registerConsume(program: Command): void {
         '%s payload, %S payload bytes, %T creation time in ms (-1 if none), %h host, %%; \\n \\t \\r escapes; nothing added (end with \\n)',
       parseFormat,
     )
-    .option('-J, --json', 'print each message as one JSON object per line: topic, partition, brokerId (group mode), offset, key, payload, timestamp, host')
+    .option('-J, --json', 'print each message as one JSON object per line: topic, partition, brokerId (group mode), offset, key, payload (base64 with keyEncoding/payloadEncoding when not UTF-8), timestamp, host')
     .option('--idle-timeout-ms <ms>', 'exit 0 once no new message came for this long (default: wait for ever)', intParser(1))
-    .hook('preAction', brokerSpellings('broker', false))
     .addHelpText(
       'after',
       `
@@ -115,14 +111,6 @@ Examples:
 
 function flag(option: string): string {
   return `--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-}
-
-function parseGroupId(value: string): string {
-  try {
-    return checkGroup(value);
-  } catch (e) {
-    throw new InvalidArgumentError(`${(e as Error).message}.`);
-  }
 }
 
 async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promise<void> {

@@ -7,19 +7,19 @@
  * messages is counted from one fetch of at most {@link lagCountBytes} after the committed
  * offset, exact when the lag fits in it, otherwise estimated from the messages in it (`~`).
  */
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { KlogError } from '@klog/client';
 import {
   allPartitions,
   BrokerRegistry,
   type BrokerPartition,
-  checkGroup,
   ConsumerRegistry,
   OffsetRegistry,
   OwnershipRegistry,
 } from '@klog/zk-registry';
-import { LogEnds, orDash, parseZkConnect, table, withZooKeeper } from '../cluster.js';
+import { LogEnds, orDash, table, withZooKeeper, zookeeperOption } from '../cluster.js';
 import { createLogger } from '../logger.js';
+import { parseGroup } from '../options.js';
 import type { Logger } from 'pino';
 
 interface GroupsOptions {
@@ -58,7 +58,7 @@ export function registerGroups(program: Command): void {
   program
     .command('groups')
     .description('list the consumer groups in ZooKeeper, or describe one: committed offsets, log ends, lag in bytes and messages, owners')
-    .requiredOption('--zookeeper <connect>', 'ZooKeeper connect string host:port[,host:port...][/chroot]', parseZkConnect)
+    .addOption(zookeeperOption())
     .option('--describe <group>', 'show each partition of the group: committed offset, log end offset, lag (bytes, messages), consumer id, host', parseGroup)
     .option('--json', 'print JSON instead of text')
     .addHelpText(
@@ -70,14 +70,6 @@ Examples:
   klog groups --zookeeper 127.0.0.1:2181/klog --describe g1 --json`,
     )
     .action(async (opts: GroupsOptions) => groups(opts));
-}
-
-function parseGroup(value: string): string {
-  try {
-    return checkGroup(value);
-  } catch (e) {
-    throw new InvalidArgumentError(`${(e as Error).message}.`);
-  }
 }
 
 async function groups(opts: GroupsOptions): Promise<void> {

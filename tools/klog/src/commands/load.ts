@@ -20,15 +20,15 @@
  * `--throttle-ms` (hidden) sleeps that long before each fetch and between the steps of the
  * commit. It is a testing aid that keeps a run alive long enough to be killed at any point.
  */
-import { type Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { KlogError, OffsetOutOfRangeError, SimpleConsumer } from '@klog/client';
 import { allPartitions, BrokerRegistry, type BrokerInfo } from '@klog/zk-registry';
-import { parseZkConnect, withZooKeeper } from '../cluster.js';
+import { withZooKeeper, zookeeperOption } from '../cluster.js';
 import { createLogger } from '../logger.js';
 import { PendingRun, readState, removeDeadTempDirs, runName, type Offsets } from '../load/layout.js';
 import { dataFileName, type LoadFormat, PartitionFile } from '../load/partition-file.js';
 import { formatBytes, Progress } from '../load/progress.js';
-import { intParser } from '../options.js';
+import { intParser, optionParser } from '../options.js';
 
 interface LoadOptions {
   zookeeper: string;
@@ -49,7 +49,7 @@ export function registerLoad(program: Command): void {
     .description(
       'batch-load topics into files under --out: every partition from where the previous run stopped to its log end now, one file per partition; data and offsets are committed together',
     )
-    .requiredOption('--zookeeper <connect>', 'ZooKeeper connect string host:port[,host:port...][/chroot]', parseZkConnect)
+    .addOption(zookeeperOption())
     .requiredOption('--topic <regex>', 'load the topics whose whole name matches this regular expression', parseTopicRegex)
     .requiredOption('--out <dir>', 'output directory: run-<seq>/ directories, each with offsets.json, manifest.json and <topic>/<brokerId>-<partition> files')
     .addOption(
@@ -73,13 +73,7 @@ Examples:
 }
 
 /** A regular expression anchored at both ends, so that `--topic events` loads only `events`. */
-function parseTopicRegex(value: string): RegExp {
-  try {
-    return new RegExp(`^(?:${value})$`);
-  } catch (e) {
-    throw new InvalidArgumentError(`${(e as Error).message}.`);
-  }
-}
+const parseTopicRegex = optionParser((value) => new RegExp(`^(?:${value})$`));
 
 /** A partition to load in this run. */
 interface PartitionPlan {

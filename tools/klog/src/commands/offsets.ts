@@ -5,7 +5,7 @@
  */
 import { type Command, Option } from 'commander';
 import { type BrokerAddress, SimpleConsumer } from '@klog/client';
-import { brokerAliasOption, brokerSpellings, intParser, parseBroker, parseOffsetsTime, parseTopic } from '../options.js';
+import { addBrokerOption, intParser, parseOffsetsTime, parseTopic } from '../options.js';
 
 interface OffsetsOptions {
   broker: BrokerAddress;
@@ -17,11 +17,12 @@ interface OffsetsOptions {
 
 /** Adds `klog offsets` to `program`. */
 export function registerOffsets(program: Command): void {
-  program
-    .command('offsets')
-    .description('print offsets of a partition before a time, newest first, one per line')
-    .option('--broker <host:port>', 'broker holding the partition (required; --broker-list is the same option)', parseBroker)
-    .addOption(brokerAliasOption('broker', parseBroker))
+  addBrokerOption(
+    program.command('offsets').description('print offsets of a partition before a time, newest first, one per line'),
+    'broker',
+    'broker holding the partition (required; --broker-list is the same option)',
+    true,
+  )
     .requiredOption('--topic <topic>', 'topic', parseTopic)
     .option('--partition <n>', 'partition', intParser(0), 0)
     .addOption(
@@ -30,7 +31,6 @@ export function registerOffsets(program: Command): void {
         .default(-1, 'latest'),
     )
     .option('--max-offsets <n>', 'most offsets to print', intParser(1, 2 ** 31 - 1), 1)
-    .hook('preAction', brokerSpellings('broker', true))
     .addHelpText(
       'after',
       `

@@ -16,12 +16,9 @@
 import type { Command } from 'commander';
 import { type BrokerAddress, SimpleConsumer } from '@klog/client';
 import {
-  brokerAliasOption,
-  brokerSpellings,
+  addBrokerOption,
   intParser,
   parseAcks,
-  parseBroker,
-  parseBrokerListOption,
   parseCompression,
   parseStartOffset,
   parseTopic,
@@ -54,11 +51,12 @@ export function registerPerf(program: Command): void {
     .command('perf')
     .description('measure produce and consume throughput (and produce latency) against a broker')
     .addHelpText('after', '\nExamples:\n  klog perf produce --broker-list 127.0.0.1:9092 --topic perf --acks 1 --throughput 10000\n  klog perf consume --broker 127.0.0.1:9092 --topic perf');
-  perf
-    .command('produce')
-    .description('send --messages messages of --size bytes, then print the throughput, the latency of acknowledged sends and what the broker stored')
-    .option('--broker-list <host:port,...>', 'brokers to send to (required; --broker is the same option)', parseBrokerListOption)
-    .addOption(brokerAliasOption('brokerList', parseBrokerListOption))
+  addBrokerOption(
+    perf.command('produce').description('send --messages messages of --size bytes, then print the throughput, the latency of acknowledged sends and what the broker stored'),
+    'brokerList',
+    'brokers to send to (required; --broker is the same option)',
+    true,
+  )
     .requiredOption('--topic <topic>', 'topic to send to', parseTopic)
     .option('--messages <n>', 'messages to send', intParser(1), 100_000)
     .option('--size <bytes>', 'payload bytes per message', intParser(0, 2 ** 30, true), 200)
@@ -70,7 +68,6 @@ export function registerPerf(program: Command): void {
     .option('--compression <none|gzip>', 'send each batch as one gzip-compressed message set (the payloads are random bytes: no gain in size)', parseCompression, 'none')
     .option('--reporting-interval-ms <ms>', 'when stderr is not a terminal: print a line of rate and latency this often', intParser(100), 5000)
     .option('--json', 'print one JSON object on stdout instead of lines on stderr')
-    .hook('preAction', brokerSpellings('brokerList', true))
     .addHelpText(
       'after',
       `
@@ -80,11 +77,12 @@ Examples:
   klog perf produce --broker-list 127.0.0.1:9092 --topic perf --json`,
     )
     .action(async (opts: PerfProduceOptions) => perfProduce(opts));
-  perf
-    .command('consume')
-    .description('read a partition from --offset until --messages messages (or idle), then print the throughput')
-    .option('--broker <host:port>', 'broker holding the partition (required; --broker-list is the same option)', parseBroker)
-    .addOption(brokerAliasOption('broker', parseBroker))
+  addBrokerOption(
+    perf.command('consume').description('read a partition from --offset until --messages messages (or idle), then print the throughput'),
+    'broker',
+    'broker holding the partition (required; --broker-list is the same option)',
+    true,
+  )
     .requiredOption('--topic <topic>', 'topic to read', parseTopic)
     .option('--partition <n>', 'partition to read', intParser(0), 0)
     .option('--offset <earliest|latest|N>', 'where to start', parseStartOffset, 'earliest')
@@ -94,7 +92,6 @@ Examples:
     .option('--idle-timeout-ms <ms>', 'stop once no new message came for this long', intParser(1), 2000)
     .option('--reporting-interval-ms <ms>', 'when stderr is not a terminal: print a line of the rate this often', intParser(100), 5000)
     .option('--json', 'print one JSON object on stdout instead of lines on stderr')
-    .hook('preAction', brokerSpellings('broker', true))
     .addHelpText(
       'after',
       `

@@ -21,7 +21,7 @@ import { defaultAuditTopic, defaultAuditWindowMs, KlogBrokerError, KlogError, Pr
 import { parseZkConnect } from '../cluster.js';
 import { readLineGroupsUntil } from '../lines.js';
 import { createLogger } from '../logger.js';
-import { brokerAliasOption, brokerSpellings, intParser, parseAcks, parseBrokerListOption, parseCompression, parseNonEmpty, parseTopic, UsageError } from '../options.js';
+import { addBrokerOption, intParser, parseAcks, parseCompression, parseNonEmpty, parseTopic, UsageError } from '../options.js';
 import { printLine } from '../output.js';
 import { rate } from '../rate.js';
 import { checkStoredBy, type Stored, StoredCheck, storedMismatch } from '../stored-check.js';
@@ -48,11 +48,12 @@ interface ProduceOptions {
 
 /** Adds `klog produce` to `program`. */
 export function registerProduce(program: Command): void {
-  program
-    .command('produce')
-    .description('send one message per line of stdin (or --file) to a topic; prints a summary to stderr')
-    .option('--broker-list <host:port,...>', 'brokers to send to; their order numbers the partitions (--broker is the same option)', parseBrokerListOption)
-    .addOption(brokerAliasOption('brokerList', parseBrokerListOption))
+  addBrokerOption(
+    program.command('produce').description('send one message per line of stdin (or --file) to a topic; prints a summary to stderr'),
+    'brokerList',
+    'brokers to send to; their order numbers the partitions (--broker is the same option)',
+    false,
+  )
     .option('--zookeeper <connect>', 'find the brokers and partitions in ZooKeeper (host:port[/chroot]) instead of --broker-list', parseZkConnect)
     .requiredOption('--topic <topic>', 'topic to send to', parseTopic)
     .option('--file <path>', 'read lines from this file instead of stdin')
@@ -73,7 +74,6 @@ export function registerProduce(program: Command): void {
     .option('--acks <0|1|2>', '0: fire-and-forget (nothing reports a rejected message), 1: wait until appended, 2: wait until flushed', parseAcks, 1)
     .option('--stop-on-error', 'stop reading at the first line the broker rejects (default: report it by line number, store the others, exit 1)')
     .option('--drain-timeout-ms <ms>', 'on SIGINT/SIGTERM or --stop-on-error: most ms to wait for the lines read to be acknowledged', intParser(0), 10_000)
-    .hook('preAction', brokerSpellings('brokerList', false))
     .addHelpText(
       'after',
       `

@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { KlogError } from '@klog/client';
 import { allPartitions, BrokerRegistry } from '@klog/zk-registry';
-import { LogEnds, orDash, parseZkConnect, table, withZooKeeper } from '../cluster.js';
+import { LogEnds, orDash, table, withZooKeeper, zookeeperOption } from '../cluster.js';
 import { createLogger } from '../logger.js';
 import { parseTopic } from '../options.js';
 
@@ -21,7 +21,7 @@ export function registerTopics(program: Command): void {
   program
     .command('topics')
     .description('list the topics registered in ZooKeeper, or describe one: brokers, partitions, log end offsets')
-    .requiredOption('--zookeeper <connect>', 'ZooKeeper connect string host:port[,host:port...][/chroot]', parseZkConnect)
+    .addOption(zookeeperOption())
     .option('--describe <topic>', 'show the brokers and partitions of this topic with their log end offsets', parseTopic)
     .option('--json', 'print JSON instead of text')
     .addHelpText(
