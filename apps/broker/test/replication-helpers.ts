@@ -55,7 +55,7 @@ export class TestCluster {
 
   /** Closes broker `id` and starts it again on its log dir (a new port). */
   async restart(id: number, settings: Partial<BrokerConfig> = {}): Promise<void> {
-    await this.broker(id).close();
+    await this.broker(id).close(); // closing twice is a no-op
     await this.#startBroker(id, settings);
   }
 

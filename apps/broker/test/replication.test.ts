@@ -5,7 +5,9 @@
  */
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AckLevel, Decoder, ErrorCode, OffsetTime, decodeOffsetsResponse, encodeFetchRequest, encodeOffsetsRequest, iterateMessageSet } from '@klog/protocol';
-import { assertZooKeeperRunning } from '@klog/zk-registry/testing';
+import { removePartitionStateOps, removeTopicOps } from '@klog/zk-registry';
+import { assertZooKeeperRunning, expireSession } from '@klog/zk-registry/testing';
+import { existsSync, readdirSync } from 'node:fs';
 import { filesOf, payloads, produce, TestCluster, waitFor } from './replication-helpers.js';
 
 const topic = 'events';
@@ -195,6 +197,28 @@ describe('replication between brokers', () => {
     expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [1], 1)).toEqual([ErrorCode.None]);
     await waitFor('broker 2 to fetch the bytes', () => partitionOf(2).log!.visibleEnd === zombie.nextOffset);
     expect(filesOf(cluster.replicaDir(2, topic, 0)).get('00000000000000000000.kafka')).toEqual(filesOf(cluster.replicaDir(1, topic, 0)).get('00000000000000000000.kafka'));
+  });
+
+  it('fences every partition it leads when its ZooKeeper session expires', async () => {
+    await replicated(1);
+    const c = await cluster.client(1);
+    await fullIsr();
+    await expireSession(cluster.connect, cluster.broker(1).cluster!.zk.sessionCredentials());
+    await waitFor('the leader to be fenced', () => partitionOf(1).role === 'fenced');
+    const r = await produce(c, topic, 0, payloads(1, 10), AckLevel.All);
+    expect(r.errorCode).toBe(ErrorCode.NotLeaderForPartition);
+    expect(await cluster.broker(1).metrics.value('klog_partitions_led')).toBe(0);
+  });
+
+  it('renames aside, at start, a replica whose topic was deleted while the broker was down', async () => {
+    await replicated(1);
+    await fullIsr();
+    await cluster.broker(2).close();
+    await cluster.zk.multi([...removePartitionStateOps(topic, 0), ...removeTopicOps(topic)]);
+    await cluster.restart(2);
+    expect(existsSync(cluster.replicaDir(2, topic, 0))).toBe(false);
+    expect(readdirSync(cluster.dirs.get(2)!).filter((n) => n.startsWith(`${topic}-0.`) && n.endsWith('.stale'))).toHaveLength(1);
+    expect(await cluster.broker(2).metrics.value('klog_stale_replica_dirs')).toBe(1);
   });
 
   it('answers LEADER_AND_ISR for an older leader epoch with FencedLeaderEpoch, and an older controller epoch with StaleControllerEpoch', async () => {
