@@ -140,6 +140,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     });
     ctx.metadataCache = metadataCache;
     ctx.controller = controller;
+    const cache = metadataCache;
+    replicas.useTopicDirectory((topic) => cache.isReplicated(topic));
     controller.start();
   }
   let kafka: KafkaListener | undefined;
