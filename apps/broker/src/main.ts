@@ -95,6 +95,36 @@ const program = new Command('klog-broker')
   .option('--kafka-port <port>', "also speak Kafka's wire protocol on this port, 0 picks a free one (kafka.port, default: none)", int('kafkaPort', '--kafka-port'))
   .option('--kafka-advertised-host <host>', 'host given to Kafka clients (kafka.advertised.host, default: --host)')
   .option(
+    '--unclean-leader-election-enable <bool>',
+    `controller: elect a leader outside the ISR when no ISR member is live, losing what it lacks (unclean.leader.election.enable, default ${d.uncleanLeaderElection})`,
+    parsed(parseBoolean, '--unclean-leader-election-enable'),
+  )
+  .option(
+    '--controlled-shutdown-enable <bool>',
+    `on SIGTERM, move this broker's leaderships away before stopping (controlled.shutdown.enable, default ${d.controlledShutdownEnable})`,
+    parsed(parseBoolean, '--controlled-shutdown-enable'),
+  )
+  .option(
+    '--controlled-shutdown-max-retries <n>',
+    `asks of a controlled shutdown after the first while partitions are left (controlled.shutdown.max.retries, default ${d.controlledShutdownMaxRetries})`,
+    int('controlledShutdownMaxRetries', '--controlled-shutdown-max-retries'),
+  )
+  .option(
+    '--controlled-shutdown-retry-backoff-ms <ms>',
+    `wait between those asks (controlled.shutdown.retry.backoff.ms, default ${d.controlledShutdownRetryBackoffMs})`,
+    int('controlledShutdownRetryBackoffMs', '--controlled-shutdown-retry-backoff-ms'),
+  )
+  .option(
+    '--controller-request-timeout-ms <ms>',
+    `controller: wait for a broker's answer before reconnecting and sending again (controller.request.timeout.ms, default ${d.controllerRequestTimeoutMs})`,
+    int('controllerRequestTimeoutMs', '--controller-request-timeout-ms'),
+  )
+  .option(
+    '--controller-batch-delay-ms <ms>',
+    `for tests only: the controller's wait between two batches of partition writes (controller.batch.delay.ms, default ${d.controllerBatchDelayMs})`,
+    int('controllerBatchDelayMs', '--controller-batch-delay-ms'),
+  )
+  .option(
     '--replica-lag-time-max-ms <ms>',
     `a follower not caught up for longer leaves the ISR (replica.lag.time.max.ms, default ${d.replicaLagTimeMaxMs})`,
     int('replicaLagTimeMaxMs', '--replica-lag-time-max-ms'),
@@ -136,6 +166,9 @@ async function main(): Promise<void> {
     ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['autoCreateTopicsEnable', 'autoCreateTopics'], ['maxPartitions', 'maxPartitions'],
     ['queuedMaxRequestBytes', 'queuedMaxRequestBytes'], ['connectionsMaxIdleMs', 'connectionsMaxIdleMs'], ['maxConnections', 'maxConnections'],
     ['kafkaPort', 'kafkaPort'], ['kafkaAdvertisedHost', 'kafkaAdvertisedHost'],
+    ['uncleanLeaderElectionEnable', 'uncleanLeaderElection'], ['controlledShutdownEnable', 'controlledShutdownEnable'],
+    ['controlledShutdownMaxRetries', 'controlledShutdownMaxRetries'], ['controlledShutdownRetryBackoffMs', 'controlledShutdownRetryBackoffMs'],
+    ['controllerRequestTimeoutMs', 'controllerRequestTimeoutMs'], ['controllerBatchDelayMs', 'controllerBatchDelayMs'],
     ['replicaLagTimeMaxMs', 'replicaLagTimeMaxMs'], ['replicaFetchMaxBytes', 'replicaFetchMaxBytes'], ['replicaFetchWaitMaxMs', 'replicaFetchWaitMaxMs'],
     ['replicaFetchBackoffMs', 'replicaFetchBackoffMs'], ['minInsyncReplicas', 'minInsyncReplicas'], ['replicaFetchStartDelayMs', 'replicaFetchStartDelayMs'],
   ];

@@ -14,6 +14,11 @@ import { RequestMemory } from './request-memory.js';
 import type { BrokerContext } from './handlers/index.js';
 import { BrokerMetrics, serveMetrics } from './metrics.js';
 import { startKafkaListener, type KafkaListener } from './kafka/listener.js';
+import { Controller } from './controller/controller.js';
+import { ControllerMetrics } from './controller/controller-metrics.js';
+import { controlledShutdown } from './controller/controlled-shutdown.js';
+import { localTarget, remoteTarget } from './controller/targets.js';
+import { MetadataCache } from './replication/metadata-cache.js';
 import { ReplicaManager } from './replication/replica-manager.js';
 import { ReplicationMetrics } from './replication/replication-metrics.js';
 import { logManagerReplicaStore } from './replication/replica-store.js';
@@ -36,6 +41,10 @@ export interface Broker {
   readonly cluster: ClusterMembership | undefined;
   /** The Kafka listener (docs/kafka-protocol.md), or undefined without `kafka.port`. */
   readonly kafka: KafkaListener | undefined;
+  /** The controller election and controller (docs/replication.md §5) in cluster mode; undefined when standalone. */
+  readonly controller: Controller | undefined;
+  /** Replicated topics as watched in ZooKeeper (docs/replication.md §13.1) in cluster mode; undefined when standalone. */
+  readonly metadataCache: MetadataCache | undefined;
   /** The replicated partitions of the broker and their roles (docs/replication.md §9). */
   readonly replicas: ReplicaManager;
   /** Stops accepting, closes connections, flushes every log and writes the clean-shutdown marker. */
@@ -65,6 +74,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   replicationMetrics.countStaleReplicaDirs(metrics.registry, () => logs.staleReplicaDirs);
   const replicas = new ReplicaManager({ config, logger, metrics: replicationMetrics, store: logManagerReplicaStore(logs), isrWriter });
   const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal, replicas };
+  const controllerMetrics = new ControllerMetrics(metrics.registry);
   const connections = new Set<Connection>();
   metrics.countConnections(() => connections.size);
   const memory = new RequestMemory(config.queuedMaxRequestBytes);
@@ -119,6 +129,26 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       throw err;
     }
   }
+  let controller: Controller | undefined;
+  let metadataCache: MetadataCache | undefined;
+  if (cluster !== undefined) {
+    metadataCache = new MetadataCache(cluster.zk, logger);
+    controller = new Controller({
+      zk: cluster.zk,
+      brokerId: config.brokerId,
+      logger: logger.child({ component: 'controller' }),
+      metrics: controllerMetrics,
+      uncleanLeaderElection: config.uncleanLeaderElection,
+      defaultMinInsyncReplicas: config.minInsyncReplicas,
+      batchDelayMs: config.controllerBatchDelayMs,
+      target: (b, address) => (b === config.brokerId ? localTarget(ctx) : remoteTarget(address.host, address.port, config.controllerRequestTimeoutMs)),
+    });
+    ctx.metadataCache = metadataCache;
+    ctx.controller = controller;
+    const cache = metadataCache;
+    replicas.useTopicDirectory((topic) => cache.isReplicated(topic));
+    controller.start();
+  }
   let kafka: KafkaListener | undefined;
   if (config.kafkaPort !== undefined) {
     try {
@@ -126,6 +156,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     } catch (err) {
       server.close();
       metricsServer?.close();
+      await controller?.stop();
+      metadataCache?.close();
       await cluster?.leave();
       await logs.close();
       throw err;
@@ -154,6 +186,12 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= (async () => {
+      // Controlled shutdown first (docs/replication.md §15.2), while the broker still serves.
+      if (cluster !== undefined && controller !== undefined && config.controlledShutdownEnable && (metadataCache?.topicCount ?? 0) > 0) {
+        await controlledShutdown({ zk: cluster.zk, controller, config, logger });
+      }
+      await controller?.stop();
+      metadataCache?.close();
       abort.abort();
       clearInterval(idleSweep);
       await replicas.close();
@@ -170,7 +208,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     })());
 
   const effective = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}), ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}) };
-  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, replicas, close };
+  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, replicas, controller, metadataCache, close };
 }
 
 /**
