@@ -214,6 +214,28 @@ describe('replication between brokers', () => {
     expect(await cluster.broker(2).metrics.value('klog_truncated_bytes_total')).toBe(0);
   });
 
+  it('a follower whose latest epoch wrote nothing drops that epoch and fetches from the next leader', async () => {
+    await replicated(1);
+    const a = await cluster.client(1);
+    await fullIsr();
+    const m1 = await produce(a, topic, 0, payloads(3, 20), AckLevel.All);
+    // Broker 2 leads epoch 1 and writes nothing; broker 3 leads epoch 2.
+    await cluster.stopReplica(topic, 0, 1, 0);
+    await cluster.elect(topic, 0, 2, [2, 3]);
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [2], 1)).toEqual([ErrorCode.None]);
+    expect(partitionOf(2).log!.leaderEpochs.latestEpoch).toBe(1);
+    await cluster.elect(topic, 0, 3, [3, 2]);
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [3, 2, 1], 1)).toEqual([ErrorCode.None, ErrorCode.None, ErrorCode.None]);
+    const m2 = await produce(await cluster.client(3), topic, 0, payloads(3, 20, 'n'));
+    await partitionOf(3).log!.flush();
+    await waitFor('broker 2 to fetch from broker 3', () => partitionOf(2).log!.visibleEnd === m2.nextOffset, 5000);
+    expect(partitionOf(2).log!.leaderEpochs.entries).toEqual([
+      { epoch: 0, startOffset: 0 },
+      { epoch: 2, startOffset: m1.nextOffset },
+    ]);
+    expect(filesOf(cluster.replicaDir(2, topic, 0))).toEqual(filesOf(cluster.replicaDir(3, topic, 0)));
+  });
+
   it('drops a zombie fetch answer of an old epoch, and fetches again only once the leader has the new one', async () => {
     await replicated(1, { replicaFetchWaitMaxMs: 3000 });
     const a = await cluster.client(1);

@@ -248,7 +248,11 @@ export class Fetcher {
   /** Cuts the log to `offset` (the log first, then its checkpoint: `ReplicaLog.truncateTo`, docs/replication.md §8.2). */
   async #cut(p: Partition, offset: number, end: number): Promise<void> {
     const log = p.log!;
-    if (offset >= end) return;
+    if (offset >= end) {
+      // No bytes to cut, but epochs that start there wrote nothing and go (else the loop would ask for them again).
+      await log.leaderEpochs.truncateFromEnd(offset);
+      return;
+    }
     if (offset < log.earliestOffset) return this.#cutFully(p, offset, end);
     this.#truncated(p, end, offset, await log.truncateTo(offset));
   }
