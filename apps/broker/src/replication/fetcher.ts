@@ -226,6 +226,7 @@ export class Fetcher {
           if (code === ErrorCode.NotLeaderForPartition) return this.#backOff(e, errorCodeName(code));
           if (code !== ErrorCode.None || a === undefined) return this.#backOff(e, errorCodeName(code));
           const end = log.logEndOffset;
+          if (a.leaderEpoch > mine) return this.#backOff(e, 'BadEpochAnswer', `asked for epoch ${mine}, answered ${a.leaderEpoch}`);
           if (a.leaderEpoch === mine) {
             await this.#cut(p, Math.min(a.endOffset, end), end);
             break;
@@ -361,7 +362,8 @@ export class Fetcher {
     }
     p.followerLagBytes = Math.max(0, a.logEndOffset - fetchOffset - a.messageSet.length);
     const set = a.messageSet;
-    const scan = scanMessageSet(set, set.length, this.ctx.config.maxMessageBytes);
+    // The leader checked each message's size when it took it: only lengths, magic and CRCs here.
+    const scan = scanMessageSet(set, set.length);
     if (scan.validBytes < set.length && !scan.partial) {
       this.#backOff(e, 'InvalidMessage', `message at ${fetchOffset + scan.validBytes} does not check`);
       return false;
