@@ -40,14 +40,23 @@ export class TestCluster {
   async start(ids: number[], settings: Partial<BrokerConfig> = {}): Promise<void> {
     this.zk = await ZkClient.connect(this.connect);
     for (const id of ids) {
-      const dir = tempDir(`klog-repl-${id}-`);
-      this.dirs.set(id, dir);
-      const broker = await startBroker(
-        { logDir: dir, port: 0, brokerId: id, zookeeper: this.connect, replicaFetchWaitMaxMs: 100, replicaFetchBackoffMs: 50, ...settings },
-        pino({ level: process.env.KLOG_TEST_LOG ?? 'silent' }),
-      );
-      this.brokers.set(id, broker);
+      this.dirs.set(id, tempDir(`klog-repl-${id}-`));
+      await this.#startBroker(id, settings);
     }
+  }
+
+  async #startBroker(id: number, settings: Partial<BrokerConfig>): Promise<void> {
+    const broker = await startBroker(
+      { logDir: this.dirs.get(id)!, port: 0, brokerId: id, zookeeper: this.connect, replicaFetchWaitMaxMs: 100, replicaFetchBackoffMs: 50, ...settings },
+      pino({ level: process.env.KLOG_TEST_LOG ?? 'silent' }),
+    );
+    this.brokers.set(id, broker);
+  }
+
+  /** Closes broker `id` and starts it again on its log dir (a new port). */
+  async restart(id: number, settings: Partial<BrokerConfig> = {}): Promise<void> {
+    await this.broker(id).close(); // closing twice is a no-op
+    await this.#startBroker(id, settings);
   }
 
   broker(id: number): Broker {

@@ -5,7 +5,9 @@
  */
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AckLevel, Decoder, ErrorCode, OffsetTime, decodeOffsetsResponse, encodeFetchRequest, encodeOffsetsRequest, iterateMessageSet } from '@klog/protocol';
-import { assertZooKeeperRunning } from '@klog/zk-registry/testing';
+import { removePartitionStateOps, removeTopicOps } from '@klog/zk-registry';
+import { assertZooKeeperRunning, expireSession } from '@klog/zk-registry/testing';
+import { existsSync, readdirSync } from 'node:fs';
 import { filesOf, payloads, produce, TestCluster, waitFor } from './replication-helpers.js';
 
 const topic = 'events';
@@ -153,6 +155,29 @@ describe('replication between brokers', () => {
     expect(await cluster.broker(1).metrics.value('klog_truncated_bytes_total')).toBe(0);
   });
 
+  it('a restarted follower keeps its whole log until a leader says otherwise, and serves every acknowledged message once elected (KIP-101)', async () => {
+    await replicated(2);
+    const a = await cluster.client(1);
+    await fullIsr();
+    const acked = await produce(a, topic, 0, payloads(5, 40), AckLevel.All);
+    expect(acked.errorCode).toBe(ErrorCode.None);
+    // B (2) restarts and waits before it truncates or fetches (its high watermark, learnt anew, is 0).
+    await cluster.restart(2, { replicaFetchStartDelayMs: 60_000 });
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [2], 2)).toEqual([ErrorCode.None]);
+    expect(partitionOf(2).role).toBe('follower');
+    expect(partitionOf(2).log!.logEndOffset).toBe(acked.nextOffset);
+    // The leader goes before B's first fetch; B, still in the ISR, is elected.
+    await cluster.stopReplica(topic, 0, 1, 0);
+    await cluster.stopReplica(topic, 0, 3, 0);
+    await cluster.elect(topic, 0, 2, [2, 3]);
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [2, 3], 2)).toEqual([ErrorCode.None, ErrorCode.None]);
+    await waitFor('B’s high watermark at the acknowledged end', () => partitionOf(2).highWatermark >= acked.nextOffset);
+    const fetched = await (await cluster.client(2)).request(encodeFetchRequest({ topic, partition: 0, offset: 0, maxBytes: 1 << 20 }));
+    expect(fetched.code).toBe(ErrorCode.None);
+    expect(fetched.body.length).toBe(acked.nextOffset);
+    expect(await cluster.broker(2).metrics.value('klog_truncated_bytes_total')).toBe(0);
+  });
+
   it('drops a zombie fetch answer of an old epoch, and fetches again only once the leader has the new one', async () => {
     await replicated(1, { replicaFetchWaitMaxMs: 3000 });
     const a = await cluster.client(1);
@@ -172,6 +197,28 @@ describe('replication between brokers', () => {
     expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [1], 1)).toEqual([ErrorCode.None]);
     await waitFor('broker 2 to fetch the bytes', () => partitionOf(2).log!.visibleEnd === zombie.nextOffset);
     expect(filesOf(cluster.replicaDir(2, topic, 0)).get('00000000000000000000.kafka')).toEqual(filesOf(cluster.replicaDir(1, topic, 0)).get('00000000000000000000.kafka'));
+  });
+
+  it('fences every partition it leads when its ZooKeeper session expires', async () => {
+    await replicated(1);
+    const c = await cluster.client(1);
+    await fullIsr();
+    await expireSession(cluster.connect, cluster.broker(1).cluster!.zk.sessionCredentials());
+    await waitFor('the leader to be fenced', () => partitionOf(1).role === 'fenced');
+    const r = await produce(c, topic, 0, payloads(1, 10), AckLevel.All);
+    expect(r.errorCode).toBe(ErrorCode.NotLeaderForPartition);
+    expect(await cluster.broker(1).metrics.value('klog_partitions_led')).toBe(0);
+  });
+
+  it('renames aside, at start, a replica whose topic was deleted while the broker was down', async () => {
+    await replicated(1);
+    await fullIsr();
+    await cluster.broker(2).close();
+    await cluster.zk.multi([...removePartitionStateOps(topic, 0), ...removeTopicOps(topic)]);
+    await cluster.restart(2);
+    expect(existsSync(cluster.replicaDir(2, topic, 0))).toBe(false);
+    expect(readdirSync(cluster.dirs.get(2)!).filter((n) => n.startsWith(`${topic}-0.`) && n.endsWith('.stale'))).toHaveLength(1);
+    expect(await cluster.broker(2).metrics.value('klog_stale_replica_dirs')).toBe(1);
   });
 
   it('answers LEADER_AND_ISR for an older leader epoch with FencedLeaderEpoch, and an older controller epoch with StaleControllerEpoch', async () => {

@@ -120,7 +120,7 @@ export class ReplicaLog extends Log {
     }
     const staging = dir + replicaCreatingSuffix;
     await fs.promises.rm(staging, { recursive: true, force: true });
-    await fs.promises.mkdir(staging, { recursive: true });
+    await fs.promises.mkdir(staging); // in the log dir, which exists
     await writeReplicaMetadata(staging, { topicId });
     await Segment.createAsync(staging, 0);
     await syncDir(staging);

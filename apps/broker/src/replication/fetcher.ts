@@ -54,15 +54,20 @@ export class FetcherManager {
 
   constructor(private readonly ctx: FetcherContext) {}
 
-  /** Hands `p` to the fetcher of `leader` for `epoch`, taking it from any other fetcher first. */
+  /**
+   * Hands `p` to the fetcher of `leader` for `epoch`. From another fetcher the partition leaves
+   * at once; within the same one its entry is replaced, and an answer in flight for the old entry
+   * is dropped (docs/replication.md §9.3). A leader whose address changed gets a new fetcher
+   * (the partitions of the old one wait for their next LEADER_AND_ISR, which names the new address).
+   */
   add(p: Partition, leader: BrokerAddress, epoch: number): void {
-    this.remove(p);
     let f = this.#fetchers.get(leader.brokerId);
     if (f !== undefined && (f.leader.host !== leader.host || f.leader.port !== leader.port)) {
       f.close();
       this.#fetchers.delete(leader.brokerId);
       f = undefined;
     }
+    for (const [id, other] of this.#fetchers) if (other !== f) this.#removeFrom(id, other, p);
     if (f === undefined) {
       f = new Fetcher(leader, this.ctx);
       this.#fetchers.set(leader.brokerId, f);
@@ -72,13 +77,14 @@ export class FetcherManager {
 
   /** Takes `p` from its fetcher, if any: an answer in flight for it is dropped. */
   remove(p: Partition): void {
-    for (const [id, f] of this.#fetchers) {
-      if (!f.remove(p)) continue;
-      if (f.size === 0) {
-        f.close();
-        this.#fetchers.delete(id);
-      }
-    }
+    for (const [id, f] of this.#fetchers) this.#removeFrom(id, f, p);
+  }
+
+  /** Takes `p` from fetcher `f` of leader `id`; a fetcher left without partitions is closed. */
+  #removeFrom(id: number, f: Fetcher, p: Partition): void {
+    if (!f.remove(p) || f.size > 0) return;
+    f.close();
+    this.#fetchers.delete(id);
   }
 
   /** True when `p` is fetched from `leaderId` (at any epoch). */
