@@ -10,7 +10,7 @@ import type { BrokerContext } from './context.js';
 export function handleOffsetForLeaderEpoch(ctx: BrokerContext, req: OffsetForLeaderEpochRequest): Buffer {
   const partitions = req.partitions.map((q): EpochEndOffset => {
     const p = ctx.replicas.get(q.topic, q.partition);
-    const refused = p === undefined ? ErrorCode.NotLeaderForPartition : p.followerRequestError(req.replicaId, q.currentLeaderEpoch);
+    const refused = p === undefined ? ErrorCode.UnknownLeaderEpoch : p.followerRequestError(req.replicaId, q.currentLeaderEpoch);
     if (refused !== undefined) {
       ctx.metrics.error(errorCodeName(refused));
       return { topic: q.topic, partition: q.partition, errorCode: refused, leaderEpoch: -1, endOffset: -1 };

@@ -40,7 +40,8 @@ function failed(errorCode: ErrorCodeValue, offsets?: { highWatermark: number; lo
 /** Takes one partition's fetch into account and reads its answer; never throws. The region is pinned. */
 function answer(ctx: BrokerContext, replicaId: number, f: ReplicaFetchPartition, record: boolean): Answer {
   const p = ctx.replicas.get(f.topic, f.partition);
-  if (p === undefined) return failed(ErrorCode.NotLeaderForPartition);
+  // Not known here yet: its LEADER_AND_ISR has not arrived (docs/replication.md §6.3), the follower retries.
+  if (p === undefined) return failed(ErrorCode.UnknownLeaderEpoch);
   const refused = p.followerRequestError(replicaId, f.leaderEpoch);
   if (refused !== undefined) return failed(refused);
   const log = p.log!;

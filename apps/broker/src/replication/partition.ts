@@ -52,6 +52,8 @@ interface HwWaiter {
 /** One replicated partition. Created by the replica manager on the first LEADER_AND_ISR that names it. */
 export class Partition {
   #role: Role = 'none';
+  /** The leader epoch at which the partition last took its role; below #leaderEpoch while a LEADER_AND_ISR is being handled. */
+  #roleEpoch = -1;
   /** The highest leader epoch accepted for the partition (−1 before any). */
   #leaderEpoch = -1;
   #leaderId = -1;
@@ -202,6 +204,7 @@ export class Partition {
     });
     this.#clearNew = state.isNew && this.ctx.isrWriter !== undefined;
     this.#role = 'leader';
+    this.#roleEpoch = state.leaderEpoch;
     if (this.#clearNew) await this.#writeIsr(this.#leaderState.isr, 'new');
     if (this.#leaderState.leaderFlushed(log.visibleEnd)) this.#highWatermarkMoved();
   }
@@ -244,6 +247,7 @@ export class Partition {
   #stopLeading(role: Role): void {
     if (this.#role === 'leader') this.#followerHw = this.highWatermark;
     this.#role = role;
+    this.#roleEpoch = this.#leaderEpoch;
     this.#leaderState = undefined;
     this.#clearNew = false;
     this.#unsubscribeFlush?.();
@@ -260,9 +264,12 @@ export class Partition {
    *   UnknownLeaderEpoch (a newer one) or NotReplica
    */
   followerRequestError(replicaId: number, leaderEpoch: number): ErrorCodeValue | undefined {
-    if (this.#role !== 'leader' || this.#replica === undefined) return ErrorCode.NotLeaderForPartition;
+    // The epoch first: a fetch of an epoch this broker has not been told of yet (its LEADER_AND_ISR
+    // is on its way) is UnknownLeaderEpoch, retried, not NotLeaderForPartition, which stops the fetcher.
     if (leaderEpoch < this.#leaderEpoch) return ErrorCode.FencedLeaderEpoch;
     if (leaderEpoch > this.#leaderEpoch) return ErrorCode.UnknownLeaderEpoch;
+    // Still becoming leader of this epoch (its checkpoint and log being written): the follower retries.
+    if (this.#role !== 'leader' || this.#replica === undefined) return this.#roleEpoch < this.#leaderEpoch ? ErrorCode.UnknownLeaderEpoch : ErrorCode.NotLeaderForPartition;
     if (replicaId === this.ctx.brokerId || !this.#replicas.includes(replicaId)) return ErrorCode.NotReplica;
     return undefined;
   }
