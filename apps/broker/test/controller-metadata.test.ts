@@ -16,13 +16,16 @@ import {
   encodeTopicMetadataRequest,
   ErrorCode,
 } from '@klog/protocol';
-import { assignReplicas, newTopicId, ReplicatedTopicRegistry, ZkClient } from '@klog/zk-registry';
+import { AdminRequestRegistry, assignReplicas, newTopicId, ReplicatedTopicRegistry, ZkClient } from '@klog/zk-registry';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { startBroker, type Broker } from '../src/index.js';
 import { removeDir, tempDir, WireClient } from './helpers.js';
 
 const silent = pino({ level: process.env['DEBUG_LOG'] ?? 'silent' });
 const cleanups: (() => Promise<void> | void)[] = [];
+const dirs = new Map<number, string>();
 
 beforeAll(async () => {
   await assertZooKeeperRunning();
@@ -43,6 +46,7 @@ async function until<T>(what: string, f: () => Promise<T | undefined | false> | 
 
 async function broker(connect: string, brokerId: number): Promise<Broker> {
   const logDir = tempDir();
+  dirs.set(brokerId, logDir);
   const b = await startBroker({ logDir, port: 0, brokerId, zookeeper: connect, zkSessionTimeoutMs: 2000, controlledShutdownRetryBackoffMs: 100 }, silent);
   cleanups.push(async () => {
     await b.close();
@@ -90,5 +94,47 @@ describe('brokers and the controller', () => {
     );
     expect(decodeProduceAckResponse(new Decoder(produced.body))).toMatchObject([{ topic: 'events', errorCode: ErrorCode.NotLeaderForPartition }]);
     expect(brokers[2]!.logs.partitionCount('events')).toBeUndefined();
+  });
+});
+
+describe('preferred leaders and topic deletion (§15.1, §5.3)', () => {
+  it('moves leadership back to the first replica on request, then deletes the topic: replicas gone from disk, nodes gone from ZooKeeper', async () => {
+    const connect = testConnectString();
+    cleanups.push(() => removeChroot(connect));
+    const zk = await ZkClient.connect(connect);
+    cleanups.push(() => zk.close());
+    const topics = new ReplicatedTopicRegistry(zk);
+    const admin = new AdminRequestRegistry(zk);
+    const brokers: Broker[] = [];
+    for (const id of [0, 1, 2]) brokers.push(await broker(connect, id));
+    const assignment = assignReplicas([0, 1, 2], 3, 2, { startIndex: 0, replicaShift: 0 });
+    await topics.createTopic('events', { id: newTopicId(), partitions: assignment, createdMs: Date.now() });
+    const full = async (): Promise<boolean> => {
+      const s = await topics.readPartitionStates('events');
+      return s.size === 3 && [...s.values()].every((n) => n.state.isr.length === 2);
+    };
+    await until('full ISRs', full);
+    // Broker 1 goes (controlled shutdown): events/1 moves to its second replica.
+    await brokers[1]!.close();
+    const moved = await until('events/1 moved', async () => {
+      const n = await topics.readPartitionState('events', 1);
+      return n?.state.leader === assignment[1]![1] ? n : undefined;
+    });
+    expect(moved.state.leaderEpoch).toBeGreaterThanOrEqual(1);
+    brokers[1] = await broker(connect, 1);
+    await until('full ISRs again', full);
+    await admin.requestPreferredLeaderElection({ all: true });
+    await until('the request handled', async () => (await admin.readPreferredLeaderElection()) === undefined);
+    const after = await topics.readPartitionStates('events');
+    for (let p = 0; p < 3; p++) expect(after.get(p)!.state.leader).toBe(assignment[p]![0]);
+    expect(after.get(1)!.state.leaderEpoch).toBeGreaterThan(moved.state.leaderEpoch);
+    await until('broker 1 leads events/1', () => brokers[1]!.replicas.get('events', 1)?.isLeader === true);
+
+    for (let p = 0; p < 3; p++) for (const b of assignment[p]!) expect(existsSync(join(dirs.get(b)!, `events-${p}`))).toBe(true);
+    expect(await admin.requestTopicDeletion('events')).toBe(true);
+    await until('the deletion done', async () => !(await admin.isTopicDeletionPending('events')));
+    expect(await topics.readDefinition('events')).toBeUndefined();
+    expect(await zk.exists('/brokers/topics/events')).toBeUndefined();
+    for (let p = 0; p < 3; p++) for (const b of assignment[p]!) expect(existsSync(join(dirs.get(b)!, `events-${p}`))).toBe(false);
   });
 });

@@ -221,9 +221,9 @@ export class Fetcher {
           const a = answer.partitions[0];
           if (!this.#current(e)) return;
           const code = answer.errorCode !== ErrorCode.None ? answer.errorCode : (a?.errorCode ?? ErrorCode.Unknown);
-          if (code === ErrorCode.FencedLeaderEpoch || code === ErrorCode.NotReplica) return this.#stop(e, errorCodeName(code));
-          // NotLeaderForPartition: the leader may not have had its LEADER_AND_ISR yet (docs/replication.md §9.2).
-          if (code === ErrorCode.NotLeaderForPartition) return this.#backOff(e, errorCodeName(code));
+          if (code === ErrorCode.NotLeaderForPartition || code === ErrorCode.FencedLeaderEpoch || code === ErrorCode.NotReplica) {
+            return this.#stop(e, errorCodeName(code));
+          }
           if (code !== ErrorCode.None || a === undefined) return this.#backOff(e, errorCodeName(code));
           const end = log.logEndOffset;
           if (a.leaderEpoch > mine) return this.#backOff(e, 'BadEpochAnswer', `asked for epoch ${mine}, answered ${a.leaderEpoch}`);
@@ -337,14 +337,10 @@ export class Fetcher {
     switch (a.errorCode) {
       case ErrorCode.None:
         break;
+      case ErrorCode.NotLeaderForPartition:
       case ErrorCode.FencedLeaderEpoch:
       case ErrorCode.NotReplica:
         this.#stop(e, errorCodeName(a.errorCode));
-        return false;
-      case ErrorCode.NotLeaderForPartition:
-        // The leader may not have had its LEADER_AND_ISR yet: the controller sends every broker
-        // its role at once, so a follower's first fetch can reach the leader first (§9.2).
-        this.#backOff(e, errorCodeName(a.errorCode));
         return false;
       case ErrorCode.OffsetOutOfRange:
         if (a.logStartOffset >= 0 && fetchOffset < a.logStartOffset) {
