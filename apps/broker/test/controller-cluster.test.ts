@@ -177,6 +177,31 @@ describe('the controller', () => {
   });
 });
 
+describe('the controller shutting down', () => {
+  it('moves its own leaderships through its event queue, then removes /controller so that the next is elected at once', async () => {
+    const { zk, nodes } = await cluster();
+    const assignment = await createTopic(zk, 'events', 3, 3);
+    await fullIsrs(zk, 'events', assignment);
+    const controllers = new ControllerRegistry(zk);
+    const first = (await controllers.readController())!;
+    const leaving = nodes[first.brokerId]!;
+    const led = [0, 1, 2].filter((p) => assignment[p]![0] === leaving.id);
+    const stoppedAt = Date.now();
+    leaving.proc.kill('SIGTERM');
+    expect(await leaving.exited).toBe(0);
+    const next = await until('the next controller', async () => {
+      const c = await controllers.readController();
+      return c !== undefined && c.brokerId !== first.brokerId ? c : undefined;
+    });
+    // Well before the session timeout: the node was removed, not left to expire.
+    expect(Date.now() - stoppedAt).toBeLessThan(sessionTimeoutMs + 1000);
+    expect(next.epoch).toBe(first.epoch + 1);
+    const s = await states(zk, 'events');
+    for (const p of led) expect(s.get(p)!.state.leader).toBe(assignment[p]!.find((b) => b !== leaving.id));
+    expect(leaving.logs.some((l) => l.msg === 'controlled shutdown: this broker leads no partition any more')).toBe(true);
+  });
+});
+
 describe('a stale controller', () => {
   it('frozen past its session (SIGSTOP) between two batches of writes, is refused its next write and resigns', async () => {
     const connect = testConnectString();
