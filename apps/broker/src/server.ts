@@ -23,6 +23,7 @@ import { ReplicaManager } from './replication/replica-manager.js';
 import { ReplicationMetrics } from './replication/replication-metrics.js';
 import { logManagerReplicaStore } from './replication/replica-store.js';
 import { ZkIsrWriter } from './replication/zk-isr-writer.js';
+import { renameStaleReplicas } from './replication/stale-replicas.js';
 
 /** A started broker. */
 export interface Broker {
@@ -69,7 +70,9 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   let cluster: ClusterMembership | undefined;
   // The leader's ISR writes go to ZooKeeper once the broker has joined the cluster (docs/replication.md §3.2).
   const isrWriter = config.zookeeper === undefined ? undefined : new ZkIsrWriter(() => cluster?.zk, logger);
-  const replicas = new ReplicaManager({ config, logger, metrics: new ReplicationMetrics(metrics.registry), store: logManagerReplicaStore(logs), isrWriter });
+  const replicationMetrics = new ReplicationMetrics(metrics.registry);
+  replicationMetrics.countStaleReplicaDirs(metrics.registry, () => logs.staleReplicaDirs);
+  const replicas = new ReplicaManager({ config, logger, metrics: replicationMetrics, store: logManagerReplicaStore(logs), isrWriter });
   const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal, replicas };
   const controllerMetrics = new ControllerMetrics(metrics.registry);
   const limits = new ConnectionLimits(config, logger);
@@ -102,6 +105,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       cluster = await joinCluster(config, port, logs, logger);
       // A session that expired may have been replaced by another leader: fence every leadership (§9.1).
       cluster.zk.on('expired', () => replicas.fenceAll('the ZooKeeper session expired'));
+      // Replicas of topics deleted (or created again) while the broker was down are renamed aside (§8.1).
+      await renameStaleReplicas(cluster.zk, logs, logger).catch((err: unknown) => logger.warn({ err }, 'checking replica directories against ZooKeeper failed; they are kept'));
     } catch (err) {
       limits.stop();
       server.close();
@@ -126,6 +131,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     });
     ctx.metadataCache = metadataCache;
     ctx.controller = controller;
+    const cache = metadataCache;
+    replicas.useTopicDirectory((topic) => cache.isReplicated(topic));
     controller.start();
   }
   let kafka: KafkaListener | undefined;

@@ -83,14 +83,12 @@ async function states(zk: ZkClient, topic: string): Promise<Map<number, Partitio
   return new ReplicatedTopicRegistry(zk).readPartitionStates(topic);
 }
 
-/** Every partition's ISR made its whole replica list and `new` cleared, as leaders do once their followers caught up (§9.4). */
-async function fillIsrs(zk: ZkClient, topic: string, assignment: number[][]): Promise<void> {
-  const registry = new ReplicatedTopicRegistry(zk);
-  for (let p = 0; p < assignment.length; p++) {
-    const known = (await registry.readPartitionState(topic, p))!;
-    const written = await registry.updateIsrAsLeader(topic, p, known, { isr: assignment[p]!, isNew: false });
-    expect(written.outcome).toBe('written');
-  }
+/** Waits until every partition's ISR is its whole replica list: the followers fetched and their leaders added them (§9.4). */
+async function fullIsrs(zk: ZkClient, topic: string, assignment: number[][]): Promise<void> {
+  await until(`full ISRs of ${topic}`, async () => {
+    const s = await states(zk, topic);
+    return assignment.every((replicas, p) => s.get(p)?.state.isr.length === replicas.length);
+  });
 }
 
 describe('the controller', () => {
@@ -129,7 +127,7 @@ describe('the controller', () => {
     const controllerId = (await new ControllerRegistry(zk).readController())!.brokerId;
     expect(await metric(nodes[controllerId]!, 'klog_leader_elections_total', '{reason="new-topic"}')).toBe(3);
 
-    await fillIsrs(zk, 'events', assignment);
+    await fullIsrs(zk, 'events', assignment);
     // Kill a broker that is not the controller: the partitions it led move to the next ISR member.
     const victim = nodes.find((n) => n.id !== controllerId)!;
     const led = [0, 1, 2].filter((p) => assignment[p]![0] === victim.id);
@@ -153,7 +151,7 @@ describe('the controller', () => {
       const s = await states(zk, 'events');
       return s.size === 3 && [...s.values()].every((n) => n.state.leader !== -1);
     });
-    await fillIsrs(zk, 'events', assignment);
+    await fullIsrs(zk, 'events', assignment);
     const controllerId = (await new ControllerRegistry(zk).readController())!.brokerId;
     const leaving = nodes.find((n) => n.id !== controllerId)!;
     const led = [0, 1, 2].filter((p) => assignment[p]![0] === leaving.id);
@@ -176,6 +174,31 @@ describe('the controller', () => {
     const s = await states(zk, 'events');
     for (const p of led) expect(s.get(p)!.state.leader).toBe(assignment[p]!.find((b) => b !== leaving.id));
     expect(await metric(nodes[controllerId]!, 'klog_leader_elections_total', '{reason="controlled-shutdown"}')).toBe(led.length);
+  });
+});
+
+describe('the controller shutting down', () => {
+  it('moves its own leaderships through its event queue, then removes /controller so that the next is elected at once', async () => {
+    const { zk, nodes } = await cluster();
+    const assignment = await createTopic(zk, 'events', 3, 3);
+    await fullIsrs(zk, 'events', assignment);
+    const controllers = new ControllerRegistry(zk);
+    const first = (await controllers.readController())!;
+    const leaving = nodes[first.brokerId]!;
+    const led = [0, 1, 2].filter((p) => assignment[p]![0] === leaving.id);
+    const stoppedAt = Date.now();
+    leaving.proc.kill('SIGTERM');
+    expect(await leaving.exited).toBe(0);
+    const next = await until('the next controller', async () => {
+      const c = await controllers.readController();
+      return c !== undefined && c.brokerId !== first.brokerId ? c : undefined;
+    });
+    // Well before the session timeout: the node was removed, not left to expire.
+    expect(Date.now() - stoppedAt).toBeLessThan(sessionTimeoutMs + 1000);
+    expect(next.epoch).toBe(first.epoch + 1);
+    const s = await states(zk, 'events');
+    for (const p of led) expect(s.get(p)!.state.leader).toBe(assignment[p]!.find((b) => b !== leaving.id));
+    expect(leaving.logs.some((l) => l.msg === 'controlled shutdown: this broker leads no partition any more')).toBe(true);
   });
 });
 

@@ -224,6 +224,16 @@ export class Controller {
     }
   }
 
+  /**
+   * Reads the partition states of `topics` (every known topic by default) again before a
+   * decision: the leaders change their ISRs themselves (§3.2), and an election, a preferred
+   * leader or a controlled shutdown decided on an ISR the leader has since grown would miss a
+   * candidate (a write on a stale version is refused and redone anyway, §3.3).
+   */
+  async #refresh(term: Term, topics: Iterable<string> = [...term.view.topics.keys()]): Promise<void> {
+    for (const topic of topics) await readTopicStates(this.#topics, term.view, topic);
+  }
+
   /** A `ReplicaLost` answer becomes an event (§5.3). */
   #watchAnswers(term: Term, sent: SentRequests): void {
     for (const { brokerId, body, answer } of sent.leaderAndIsr) {
@@ -233,7 +243,10 @@ export class Controller {
           const key = partitionKey(p.topic, p.partition);
           const leaderEpoch = body.partitions.find((x) => x.topic === p.topic && x.partition === p.partition)?.leaderEpoch ?? -1;
           term.ctx.logger.warn({ brokerId, partition: key, leaderEpoch }, 'broker lost its replica; taking it out of the ISR');
-          this.#event(term, 'replica lost', () => this.#decideAndApply(term, () => decideReplicaLost(term.view, key, brokerId, leaderEpoch)).then(() => {}));
+          this.#event(term, 'replica lost', async () => {
+            await this.#refresh(term, [p.topic]);
+            await this.#decideAndApply(term, () => decideReplicaLost(term.view, key, brokerId, leaderEpoch));
+          });
         }
       });
     }
@@ -249,6 +262,7 @@ export class Controller {
       term.view.shuttingDown.delete(b);
     }
     term.view.live = live;
+    await this.#refresh(term);
     await this.#decideAndApply(term, () => decideBrokerChange(term.view, changes));
   }
 
@@ -305,6 +319,7 @@ export class Controller {
     let outcome: PreferredOutcome | undefined;
     if (request !== undefined) {
       const keys = request.all ? undefined : request.partitions.map((p) => partitionKey(p.topic, p.partition));
+      await this.#refresh(term, request.all ? undefined : new Set(request.partitions.map((p) => p.topic).filter((t) => term.view.topics.has(t))));
       await this.#decideAndApply(term, () => {
         const r = decidePreferredLeaders(term.view, keys);
         outcome = r.outcome;
@@ -348,6 +363,7 @@ export class Controller {
           return;
         }
         term.view.shuttingDown.add(brokerId);
+        await this.#refresh(term);
         let remaining: string[] = [];
         const sent = await this.#decideAndApply(term, () => {
           const r = decideControlledShutdown(term.view, brokerId);

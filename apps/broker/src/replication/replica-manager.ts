@@ -88,10 +88,21 @@ export class ReplicaManager {
     return this.#partitions.values();
   }
 
-  /** True when `topic` is a replicated topic this broker has been told of. */
+  /**
+   * True when `topic` is a replicated topic this broker has been told of, or one the topic
+   * directory given to {@link useTopicDirectory} knows (a replicated topic this broker holds no
+   * replica of: a produce to it must not auto-create a paper topic, docs/replication.md §3).
+   */
   isReplicatedTopic(topic: string): boolean {
-    return this.#topics.has(topic);
+    return this.#topics.has(topic) || this.#directory(topic);
   }
+
+  /** Makes {@link isReplicatedTopic} also ask `isReplicated` (the broker's metadata cache, §13.1). */
+  useTopicDirectory(isReplicated: (topic: string) => boolean): void {
+    this.#directory = isReplicated;
+  }
+
+  #directory: (topic: string) => boolean = () => false;
 
   /**
    * LEADER_AND_ISR (docs/replication.md §6.1, §9.1): takes each partition's role in turn and

@@ -12,6 +12,7 @@
  * | `klog_follower_lag_bytes_max` | gauge | | the largest of those |
  * | `klog_replica_fetch_errors_total` | counter | code | failed replica fetches and truncation requests, by error code name |
  * | `klog_truncated_bytes_total` | counter | | bytes cut from replica logs by truncation (docs/replication.md §10) |
+ * | `klog_stale_replica_dirs` | gauge | | leftover replica directories renamed aside at start (docs/replication.md §8.1) |
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 
@@ -70,6 +71,18 @@ export class ReplicationMetrics {
         let max = 0;
         for (const l of read()?.followerLags() ?? []) max = Math.max(max, l.lagBytes);
         this.set(max);
+      },
+    });
+  }
+
+  /** Serves `klog_stale_replica_dirs` from `read` (the log manager's count). */
+  countStaleReplicaDirs(registry: Registry, read: () => number): void {
+    new Gauge({
+      name: 'klog_stale_replica_dirs',
+      help: 'Leftover replica directories renamed aside at start',
+      registers: [registry],
+      collect() {
+        this.set(read());
       },
     });
   }
