@@ -49,9 +49,10 @@ describe('klog topics on replicated topics', () => {
     // The brokers registered have no listener: no high watermark; the ISR is the leader alone.
     expect(described.stdout.split('\n').slice(2, 6).every((l) => / -  +under-replicated$/.test(l))).toBe(true);
 
-    await controller.setLeader('events', 2, -1, [0]);
+    // Offline with an empty ISR: its preferred replica can never be elected.
+    await controller.setLeader('events', 2, -1, []);
     const unavailable = await topics('--describe', '--unavailable');
-    expect(unavailable.stdout).toMatch(/^TOPIC +PARTITION +LEADER .*\nevents +2 +none +1 +\S+ +0 +- +offline\n$/);
+    expect(unavailable.stdout).toMatch(/^TOPIC +PARTITION +LEADER .*\nevents +2 +none +1 +\S+ +- +- +offline\n$/);
     const json = JSON.parse((await topics('--describe', 'events', '--json')).stdout) as { partitions: Array<{ leader: number | null; status: string }> };
     expect(json.partitions[2]).toMatchObject({ leader: null, status: 'offline' });
 
