@@ -180,8 +180,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       await controller?.stop();
       metadataCache?.close();
       abort.abort();
-      await replicas.close();
       limits.stop();
+      await replicas.close();
       await kafka?.close();
       await cluster?.leave();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -2,7 +2,7 @@
  * Test helpers for replicated partitions: brokers in this process over the real ZooKeeper (a
  * random chroot), a replicated topic's definition and partition state written as the controller
  * writes them, and LEADER_AND_ISR / STOP_REPLICA sent over real sockets, so these tests do not
- * depend on the controller.
+ * depend on the controller: the test holds `/controller` itself, so no broker is elected.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +21,16 @@ import {
   type PartitionState,
   type ProduceAckResult,
 } from '@klog/protocol';
-import { createPartitionStateOps, ReplicatedTopicRegistry, setPartitionStateOp, ZkClient, type PartitionStateNode } from '@klog/zk-registry';
+import {
+  controllerEpochPath,
+  controllerPath,
+  createPartitionStateOps,
+  encodeControllerInfo,
+  ReplicatedTopicRegistry,
+  setPartitionStateOp,
+  ZkClient,
+  type PartitionStateNode,
+} from '@klog/zk-registry';
 import { removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { startBroker, type Broker, type BrokerConfig } from '../src/index.js';
 import { removeDir, tempDir, WireClient } from './helpers.js';
@@ -39,6 +48,9 @@ export class TestCluster {
 
   async start(ids: number[], settings: Partial<BrokerConfig> = {}): Promise<void> {
     this.zk = await ZkClient.connect(this.connect);
+    // The test is the controller (broker id 0, epoch 1): it holds /controller, so no broker wins the election.
+    await this.zk.create(controllerEpochPath(), String(this.controllerEpoch));
+    await this.zk.create(controllerPath(), encodeControllerInfo({ brokerId: 0, epoch: this.controllerEpoch, timestampMs: Date.now() }), { mode: 'ephemeral' });
     for (const id of ids) {
       this.dirs.set(id, tempDir(`klog-repl-${id}-`));
       await this.#startBroker(id, settings);
@@ -47,7 +59,16 @@ export class TestCluster {
 
   async #startBroker(id: number, settings: Partial<BrokerConfig>): Promise<void> {
     const broker = await startBroker(
-      { logDir: this.dirs.get(id)!, port: 0, brokerId: id, zookeeper: this.connect, replicaFetchWaitMaxMs: 100, replicaFetchBackoffMs: 50, ...settings },
+      {
+        logDir: this.dirs.get(id)!,
+        port: 0,
+        brokerId: id,
+        zookeeper: this.connect,
+        replicaFetchWaitMaxMs: 100,
+        replicaFetchBackoffMs: 50,
+        controlledShutdownEnable: false, // the test is the controller
+        ...settings,
+      },
       pino({ level: process.env.KLOG_TEST_LOG ?? 'silent' }),
     );
     this.brokers.set(id, broker);

@@ -4,7 +4,18 @@
  * STOP_REPLICA sent over the wire, as the controller sends them.
  */
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AckLevel, Decoder, ErrorCode, OffsetTime, decodeOffsetsResponse, encodeFetchRequest, encodeOffsetsRequest, iterateMessageSet } from '@klog/protocol';
+import {
+  AckLevel,
+  Decoder,
+  ErrorCode,
+  OffsetTime,
+  decodeOffsetsResponse,
+  encodeFetchRequest,
+  encodeMessageSet,
+  encodeOffsetsRequest,
+  encodeProduceRequest,
+  iterateMessageSet,
+} from '@klog/protocol';
 import { removePartitionStateOps, removeTopicOps } from '@klog/zk-registry';
 import { assertZooKeeperRunning, expireSession } from '@klog/zk-registry/testing';
 import { existsSync, readdirSync } from 'node:fs';
@@ -89,7 +100,23 @@ describe('replication between brokers', () => {
     expect(log.logEndOffset).toBeGreaterThan(0);
     // A broker that does not lead answers NotLeaderForPartition.
     expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [2], 2)).toEqual([ErrorCode.None]);
-    expect((await produce(await cluster.client(2), topic, 0, payloads(1, 10))).errorCode).toBe(ErrorCode.NotLeaderForPartition);
+    const follower = await cluster.client(2);
+    expect((await produce(follower, topic, 0, payloads(1, 10))).errorCode).toBe(ErrorCode.NotLeaderForPartition);
+    // A fire-and-forget set sent to a follower is dropped and counted.
+    follower.send(encodeProduceRequest({ topic, partition: 0, messages: encodeMessageSet(payloads(1, 10)) }));
+    await waitFor('the dropped set to be counted', async () => (await cluster.broker(2).metrics.value('klog_errors_total', { code: 'NotLeaderForPartition' })) >= 2);
+    expect(partitionOf(2).log!.logEndOffset).toBeLessThanOrEqual(log.logEndOffset);
+  });
+
+  it('answers the acks all produces waiting on a leader that is stopped with NotLeaderForPartition', async () => {
+    await replicated(2);
+    const c = await cluster.client(1);
+    await fullIsr();
+    for (const id of [2, 3]) await cluster.stopReplica(topic, 0, id, 0);
+    const waiting = produce(c, topic, 0, payloads(2, 10), AckLevel.All);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await cluster.stopReplica(topic, 0, 1, 0)).toBe(ErrorCode.None);
+    expect((await waiting).errorCode).toBe(ErrorCode.NotLeaderForPartition);
   });
 
   it('consumers never see past the high watermark; between it and the log end they get an empty set', async () => {
@@ -117,6 +144,15 @@ describe('replication between brokers', () => {
     expect(decodeOffsetsResponse(new Decoder(latest.body))[0]).toBe(hw);
     const onFollower = await (await cluster.client(2)).request(encodeFetchRequest({ topic, partition: 0, offset: 0, maxBytes: 100 }));
     expect(onFollower.code).toBe(ErrorCode.NotLeaderForPartition);
+    const offsetsOnFollower = await (await cluster.client(2)).request(encodeOffsetsRequest({ topic, partition: 0, time: OffsetTime.Latest, maxOffsets: 5 }));
+    expect(offsetsOnFollower.code).toBe(ErrorCode.NotLeaderForPartition);
+    // A long poll at the high watermark is answered when the high watermark moves past it.
+    const poll = c.request(encodeFetchRequest({ topic, partition: 0, offset: hw, maxBytes: 1 << 20, maxWaitMs: 5000 }));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [2, 3], 1)).toEqual([ErrorCode.None, ErrorCode.None]);
+    const polled = await poll;
+    expect(polled.code).toBe(ErrorCode.None);
+    expect(polled.body.length).toBe(second.nextOffset - hw);
   });
 
   it('a follower with a diverged tail truncates it via OFFSET_FOR_LEADER_EPOCH and fetches the leader’s bytes (KIP-279)', async () => {
@@ -176,6 +212,28 @@ describe('replication between brokers', () => {
     expect(fetched.code).toBe(ErrorCode.None);
     expect(fetched.body.length).toBe(acked.nextOffset);
     expect(await cluster.broker(2).metrics.value('klog_truncated_bytes_total')).toBe(0);
+  });
+
+  it('a follower whose latest epoch wrote nothing drops that epoch and fetches from the next leader', async () => {
+    await replicated(1);
+    const a = await cluster.client(1);
+    await fullIsr();
+    const m1 = await produce(a, topic, 0, payloads(3, 20), AckLevel.All);
+    // Broker 2 leads epoch 1 and writes nothing; broker 3 leads epoch 2.
+    await cluster.stopReplica(topic, 0, 1, 0);
+    await cluster.elect(topic, 0, 2, [2, 3]);
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [2], 1)).toEqual([ErrorCode.None]);
+    expect(partitionOf(2).log!.leaderEpochs.latestEpoch).toBe(1);
+    await cluster.elect(topic, 0, 3, [3, 2]);
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [3, 2, 1], 1)).toEqual([ErrorCode.None, ErrorCode.None, ErrorCode.None]);
+    const m2 = await produce(await cluster.client(3), topic, 0, payloads(3, 20, 'n'));
+    await partitionOf(3).log!.flush();
+    await waitFor('broker 2 to fetch from broker 3', () => partitionOf(2).log!.visibleEnd === m2.nextOffset, 5000);
+    expect(partitionOf(2).log!.leaderEpochs.entries).toEqual([
+      { epoch: 0, startOffset: 0 },
+      { epoch: 2, startOffset: m1.nextOffset },
+    ]);
+    expect(filesOf(cluster.replicaDir(2, topic, 0))).toEqual(filesOf(cluster.replicaDir(3, topic, 0)));
   });
 
   it('drops a zombie fetch answer of an old epoch, and fetches again only once the leader has the new one', async () => {

@@ -11,7 +11,7 @@
  * | `klog_mirror_gaps_total` | counter | source | ranges source retention deleted before they were mirrored |
  * | `klog_mirror_gap_bytes_total` | counter | source | bytes of source log in those ranges |
  * | `klog_mirror_lag_bytes` | gauge | source | bytes of the owned source partitions not yet taken (as of the last progress line, every `--stats-interval-ms`) |
- * | `klog_mirror_partition_lag_bytes` | gauge | source, topic, partition | the same per source partition (`<brokerId>-<partition>`; a replicated topic's: `<partition>`) |
+ * | `klog_mirror_partition_lag_bytes` | gauge | source, topic, partition | per source partition (`<brokerId>-<partition>`; replicated: `<partition>`) |
  * | `process_*`, `nodejs_*` | | | prom-client's default metrics |
  */
 import { createServer, type Server } from 'node:http';

@@ -126,6 +126,14 @@ export interface PreferredLeaderElection {
   readonly notPossible: number;
 }
 
+/** A partition's replicas and leader at one moment (before and after an election). */
+interface PartitionLeaderAt {
+  readonly topic: string;
+  readonly partition: number;
+  readonly replicas: readonly number[];
+  readonly leader: number;
+}
+
 /** The controller did not finish within the admin's timeout; the message says what is left. */
 export class AdminTimeoutError extends KlogError {
   override readonly name: string = 'AdminTimeoutError';
@@ -335,7 +343,12 @@ export class Admin {
   }
 
   /** The definition of a replicated topic; `paper` makes the refusal of a paper topic. */
-  private async definitionOrRefuse(zk: ZkClient, topics: ReplicatedTopicRegistry, topic: string, paper: (t: string) => TopicRefusedError): Promise<TopicDefinition> {
+  private async definitionOrRefuse(
+    zk: ZkClient,
+    topics: ReplicatedTopicRegistry,
+    topic: string,
+    paper: (t: string) => TopicRefusedError,
+  ): Promise<TopicDefinition> {
     const definition = await topics.readDefinition(topic);
     if (definition) return definition;
     const known = await new BrokerRegistry(zk, { logger: this.logger }).listTopics();
@@ -349,8 +362,8 @@ export class Admin {
   }
 
   /** Every partition of `names` with its replicas and leader, in topic then partition order. */
-  private async allStates(registry: ReplicatedTopicRegistry, names: readonly string[]): Promise<Array<{ topic: string; partition: number; replicas: readonly number[]; leader: number }>> {
-    const out: Array<{ topic: string; partition: number; replicas: readonly number[]; leader: number }> = [];
+  private async allStates(registry: ReplicatedTopicRegistry, names: readonly string[]): Promise<PartitionLeaderAt[]> {
+    const out: PartitionLeaderAt[] = [];
     for (const topic of names) {
       const definition = await registry.readDefinition(topic);
       if (!definition) continue;

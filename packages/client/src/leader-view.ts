@@ -132,7 +132,8 @@ export class ZkLeaderView extends EventEmitter implements LeaderView {
     const partitions: PartitionLeadership[] = [];
     for (let p = 0; p < n; p++) {
       const s = states.get(p)?.state;
-      partitions.push({ partition: p, leader: s?.leader ?? -1, leaderEpoch: s?.leaderEpoch ?? -1, replicas: definition.partitions[p] ?? [], isr: s?.isr ?? [] });
+      const replicas = definition.partitions[p] ?? [];
+      partitions.push({ partition: p, leader: s?.leader ?? -1, leaderEpoch: s?.leaderEpoch ?? -1, replicas, isr: s?.isr ?? [] });
     }
     const leaders = { topic, partitions };
     this.last.set(topic, leaders);

@@ -6,9 +6,8 @@
  */
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BrokerRegistry, ZkClient } from '@klog/zk-registry';
-import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
+import { assertZooKeeperRunning, ControllerStandIn, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { Admin, AdminTimeoutError, Producer, TopicRefusedError, UnknownTopicError } from '../src/index.js';
-import { ControllerStandIn } from './controller-stand-in.js';
 import { startTestBroker, type TestBroker } from './helpers.js';
 
 let connect: string;

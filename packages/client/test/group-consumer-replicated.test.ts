@@ -9,9 +9,8 @@ import type { Socket } from 'node:net';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { encodeTopicMetadataResponse, ErrorCode, RequestType } from '@klog/protocol';
 import { BrokerRegistry, replicatedOffsetPath, replicatedOwnerPath, ZkClient } from '@klog/zk-registry';
-import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
+import { assertZooKeeperRunning, ControllerStandIn, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { Admin, GroupConsumer, type GroupMessage, type MessageStream, Producer } from '../src/index.js';
-import { ControllerStandIn } from './controller-stand-in.js';
 import { scriptedServer, startTestBroker, type TestBroker } from './helpers.js';
 
 let connect: string;

@@ -9,7 +9,7 @@ import { silentLogger } from '@klog/logger';
 import { KlogBrokerError, KlogConnectionError } from '../src/errors.js';
 import { LeaderRetriesExhaustedError } from '../src/leader-retry.js';
 import { PartitionLeaderFollower, type LeaderFollowerHost } from '../src/producer/leader-follower.js';
-import type { PartitionMeta, PartitionTarget, SendResult } from '../src/producer/types.js';
+import type { PartitionMeta, PartitionTarget } from '../src/producer/types.js';
 
 type Meta = PartitionMeta & { leader: number };
 
@@ -37,7 +37,7 @@ function host(script: (leader: number, value: string) => 'ok' | Error, leaders: 
       const values = payloads.map((p) => p.toString());
       sent.push({ leader: l, values });
       return new Promise((resolve) => {
-        pending.push(() => resolve(values.map((v) => { const r = script(l, v); return r === 'ok' ? ({ topic: 't', partition: 0, leader: l } as SendResult<Meta>) : r; })));
+        pending.push(() => resolve(values.map((v) => { const r = script(l, v); return r === 'ok' ? ({ topic: 't', partition: 0, leader: l }) : r; })));
       });
     },
     // Answers every request sent so far, oldest first.

@@ -26,7 +26,9 @@ afterEach(async () => {
 });
 
 /** A broker (id 1) that answers TOPIC_METADATA with `leaders()` and every PRODUCE_ACK with NotLeaderForPartition. */
-async function notLeaderBroker(metadata: (selfPort: number) => TopicMetadataResponse): Promise<{ port: number; produces: () => number; metadataRequests: () => number }> {
+async function notLeaderBroker(
+  metadata: (selfPort: number) => TopicMetadataResponse,
+): Promise<{ port: number; produces: () => number; metadataRequests: () => number }> {
   let produces = 0;
   let metadataRequests = 0;
   const s = await scriptedServer((socket: Socket, type, body, reply) => {
@@ -36,7 +38,9 @@ async function notLeaderBroker(metadata: (selfPort: number) => TopicMetadataResp
     } else if (type === RequestType.ProduceAck) {
       produces++;
       const req = decodeProduceAckRequest(new Decoder(body));
-      socket.write(encodeProduceAckResponse(req.partitions.map((p) => ({ topic: p.topic, partition: p.partition, errorCode: ErrorCode.NotLeaderForPartition, offset: -1, nextOffset: -1 }))));
+      const errorCode = ErrorCode.NotLeaderForPartition;
+      const notLeader = req.partitions.map(({ topic, partition }) => ({ topic, partition, errorCode, offset: -1, nextOffset: -1 }));
+      socket.write(encodeProduceAckResponse(notLeader));
     } else reply(ErrorCode.UnknownRequestType);
   });
   cleanups.push(() => new Promise<void>((resolve) => { for (const so of s.sockets) so.destroy(); s.server.close(() => resolve()); }));

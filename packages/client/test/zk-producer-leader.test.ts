@@ -9,9 +9,8 @@ import type { Socket } from 'node:net';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Decoder, decodeProduceAckRequest, encodeProduceAckResponse, ErrorCode, RequestType } from '@klog/protocol';
 import { BrokerRegistry, ZkClient } from '@klog/zk-registry';
-import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
+import { assertZooKeeperRunning, ControllerStandIn, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { Admin, hashPartitioner, ZkProducer } from '../src/index.js';
-import { ControllerStandIn } from './controller-stand-in.js';
 import { scriptedServer, startTestBroker, type TestBroker } from './helpers.js';
 import { storedValues } from './leader-helpers.js';
 
@@ -49,7 +48,9 @@ describe('ZkProducer on a replicated topic', () => {
       if (type !== RequestType.ProduceAck) return reply(ErrorCode.UnknownRequestType);
       produces++;
       const req = decodeProduceAckRequest(new Decoder(body));
-      socket.write(encodeProduceAckResponse(req.partitions.map((p) => ({ topic: p.topic, partition: p.partition, errorCode: ErrorCode.NotLeaderForPartition, offset: -1, nextOffset: -1 }))));
+      const errorCode = ErrorCode.NotLeaderForPartition;
+      const notLeader = req.partitions.map(({ topic, partition }) => ({ topic, partition, errorCode, offset: -1, nextOffset: -1 }));
+      socket.write(encodeProduceAckResponse(notLeader));
       // The controller moves the leadership to broker 2 (it would have before the broker said so).
       if (!moved.done) {
         moved.done = true;

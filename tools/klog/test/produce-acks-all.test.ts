@@ -4,11 +4,10 @@
  * first broker answers NotLeaderForPartition, the lines reach the leader it names, in order, with
  * one warn line for the leader change and the retries counted in the summary.
  */
-import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Decoder, decodeProduceAckRequest, encodeProduceAckResponse, encodeTopicMetadataResponse, ErrorCode, RequestType } from '@klog/protocol';
-import { scriptedServer, startTestBroker, type TestBroker } from '../../../packages/client/test/helpers.js';
+import { ErrorCode } from '@klog/protocol';
 import { runKlog, storedPayloads } from './cli-run.js';
+import { formerLeader as formerLeaderBroker, type RealBroker, startRealBroker } from './replicated-brokers.js';
 
 let cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -16,34 +15,27 @@ afterEach(async () => {
   cleanups = [];
 });
 
-async function broker(): Promise<TestBroker> {
-  const b = await startTestBroker();
+async function broker(): Promise<RealBroker> {
+  const b = await startRealBroker();
   cleanups.push(() => b.stop());
   return b;
 }
 
-/** Broker 1: leads partition 0 of `events` in its first TOPIC_METADATA answer, then names broker 2; answers every produce NotLeaderForPartition. */
-async function formerLeader(real: TestBroker): Promise<number> {
+/** Broker 1: leads partition 0 of `events` in its first TOPIC_METADATA answer, then names broker 2 (`real`); answers every produce NotLeaderForPartition. */
+async function formerLeader(real: RealBroker): Promise<number> {
   let asked = 0;
-  const s = await scriptedServer((socket: Socket, type, body, reply) => {
-    if (type === RequestType.TopicMetadata) {
-      const leader = asked++ === 0 ? 1 : 2;
-      socket.write(
-        encodeTopicMetadataResponse({
-          errorCode: ErrorCode.None,
-          brokers: [
-            { brokerId: 1, host: '127.0.0.1', port: s.port },
-            { brokerId: 2, host: real.host, port: real.port },
-          ],
-          topics: [{ topic: 'events', errorCode: ErrorCode.None, partitions: [{ partition: 0, errorCode: ErrorCode.None, leader, leaderEpoch: leader, replicas: [1, 2], isr: [1, 2] }] }],
-        }),
-      );
-    } else if (type === RequestType.ProduceAck) {
-      const req = decodeProduceAckRequest(new Decoder(body));
-      socket.write(encodeProduceAckResponse(req.partitions.map((p) => ({ topic: p.topic, partition: p.partition, errorCode: ErrorCode.NotLeaderForPartition, offset: -1, nextOffset: -1 }))));
-    } else reply(ErrorCode.UnknownRequestType);
+  const s = await formerLeaderBroker((own) => {
+    const leader = asked++ === 0 ? 1 : 2;
+    return {
+      errorCode: ErrorCode.None,
+      brokers: [
+        { brokerId: 1, host: '127.0.0.1', port: own },
+        { brokerId: 2, host: real.host, port: real.port },
+      ],
+      topics: [{ topic: 'events', errorCode: ErrorCode.None, partitions: [{ partition: 0, errorCode: ErrorCode.None, leader, leaderEpoch: leader, replicas: [1, 2], isr: [1, 2] }] }],
+    };
   });
-  cleanups.push(() => new Promise<void>((resolve) => { for (const so of s.sockets) so.destroy(); s.server.close(() => resolve()); }));
+  cleanups.push(() => s.stop());
   return s.port;
 }
 

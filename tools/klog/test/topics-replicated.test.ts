@@ -5,8 +5,7 @@
  */
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BrokerRegistry, ZkClient } from '@klog/zk-registry';
-import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
-import { ControllerStandIn } from '../../../packages/client/test/controller-stand-in.js';
+import { assertZooKeeperRunning, ControllerStandIn, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { runKlog } from './cli-run.js';
 
 let connect: string;

@@ -226,6 +226,7 @@ export class Fetcher {
           }
           if (code !== ErrorCode.None || a === undefined) return this.#backOff(e, errorCodeName(code));
           const end = log.logEndOffset;
+          if (a.leaderEpoch > mine) return this.#backOff(e, 'BadEpochAnswer', `asked for epoch ${mine}, answered ${a.leaderEpoch}`);
           if (a.leaderEpoch === mine) {
             await this.#cut(p, Math.min(a.endOffset, end), end);
             break;
@@ -248,7 +249,11 @@ export class Fetcher {
   /** Cuts the log to `offset` (the log first, then its checkpoint: `ReplicaLog.truncateTo`, docs/replication.md §8.2). */
   async #cut(p: Partition, offset: number, end: number): Promise<void> {
     const log = p.log!;
-    if (offset >= end) return;
+    if (offset >= end) {
+      // No bytes to cut, but epochs that start there wrote nothing and go (else the loop would ask for them again).
+      await log.leaderEpochs.truncateFromEnd(offset);
+      return;
+    }
     if (offset < log.earliestOffset) return this.#cutFully(p, offset, end);
     this.#truncated(p, end, offset, await log.truncateTo(offset));
   }
@@ -353,7 +358,8 @@ export class Fetcher {
     }
     p.followerLagBytes = Math.max(0, a.logEndOffset - fetchOffset - a.messageSet.length);
     const set = a.messageSet;
-    const scan = scanMessageSet(set, set.length, this.ctx.config.maxMessageBytes);
+    // The leader checked each message's size when it took it: only lengths, magic and CRCs here.
+    const scan = scanMessageSet(set, set.length);
     if (scan.validBytes < set.length && !scan.partial) {
       this.#backOff(e, 'InvalidMessage', `message at ${fetchOffset + scan.validBytes} does not check`);
       return false;

@@ -344,7 +344,8 @@ export class GroupConsumer {
     /** Where the fetcher of each replicated partition starts, by {@link keyOf}. */
     const fetchFrom = new Map<string, number>();
     for (const [topic, streams] of Object.entries(this.subscription)) {
-      const partitions = (await this.replicatedPartitions(topic, live, fetchFrom)) ?? allPartitions(await this.brokers.topicPartitions(topic)).filter((p) => live.has(p.brokerId));
+      const paper = async (): Promise<PartitionRef[]> => allPartitions(await this.brokers.topicPartitions(topic)).filter((p) => live.has(p.brokerId));
+      const partitions = (await this.replicatedPartitions(topic, live, fetchFrom)) ?? (await paper());
       const threads = members.flatMap((m) => consumerThreadIds(m.consumerId, m.subscription[topic] ?? 0));
       const assignment = assignPartitions(partitions, threads);
       consumerThreadIds(this.consumerId, streams).forEach((threadId, stream) => {
@@ -420,7 +421,11 @@ export class GroupConsumer {
    * with the broker its fetcher asks first in `fetchFrom` (its leader when live, else the
    * lowest live broker); undefined for a paper topic. No live broker: none.
    */
-  private async replicatedPartitions(topic: string, live: ReadonlyMap<number, BrokerInfo>, fetchFrom: Map<string, number>): Promise<PartitionRef[] | undefined> {
+  private async replicatedPartitions(
+    topic: string,
+    live: ReadonlyMap<number, BrokerInfo>,
+    fetchFrom: Map<string, number>,
+  ): Promise<PartitionRef[] | undefined> {
     const definition = await this.replicated.readDefinition(topic);
     if (!definition) return undefined;
     const anyLive = [...live.keys()].sort((a, b) => a - b)[0];

@@ -49,7 +49,8 @@ export class OffsetCommitter {
    * @throws ZkError when ZooKeeper fails
    */
   async read(p: OwnedPartition): Promise<number | undefined> {
-    const path = p.brokerId === replicatedBrokerId ? replicatedOffsetPath(this.groupId, p.topic, p.partition) : offsetPath(this.groupId, p.topic, p.brokerId, p.partition);
+    const path =
+      p.brokerId === replicatedBrokerId ? replicatedOffsetPath(this.groupId, p.topic, p.partition) : offsetPath(this.groupId, p.topic, p.brokerId, p.partition);
     const node = await this.zk.getData(path);
     if (node === undefined) return undefined;
     const value = node.data.toString('utf8');

@@ -41,7 +41,12 @@ export interface LeaderRoute<M extends PartitionMeta> {
 /** What a {@link PartitionLeaderFollower} needs of its producer. */
 export interface LeaderFollowerHost<M extends PartitionMeta> {
   /** The pool's send, per record (settle each). */
-  send(targets: readonly PartitionTarget<M>[], payloads: readonly Buffer[], records: readonly StampedFields[], each: true): Promise<Array<SendResult<M> | Error>>;
+  send(
+    targets: readonly PartitionTarget<M>[],
+    payloads: readonly Buffer[],
+    records: readonly StampedFields[],
+    each: true,
+  ): Promise<Array<SendResult<M> | Error>>;
   /** The current route, from the producer's leader view (no I/O). */
   route(): LeaderRoute<M>;
   /** Asks for the partition's leader again (a TOPIC_METADATA, or a fresh read of the state node). */

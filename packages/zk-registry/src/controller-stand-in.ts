@@ -1,21 +1,15 @@
 /**
- * The controller's ZooKeeper side, reduced to what the client tests need while they run without
- * brokers that lead and follow (docs/replication.md §5.3): it creates the partition states of a
+ * For tests (exported by `@klog/zk-registry/testing`): the controller's ZooKeeper side, reduced
+ * to what the client and CLI tests need without brokers that lead and follow (docs/replication.md §5.3): it creates the partition states of a
  * new replicated topic (first live replica as leader), removes a topic whose deletion is asked,
  * and answers a preferred-leader election. Each write is one multi, as the controller's are; the
  * tests also move leaders with {@link ControllerStandIn.setLeader}.
  */
-import {
-  AdminRequestRegistry,
-  BrokerRegistry,
-  createPartitionStateOps,
-  type PartitionState,
-  removePartitionStateOps,
-  removeTopicOps,
-  ReplicatedTopicRegistry,
-  setPartitionStateOp,
-  type ZkClient,
-} from '@klog/zk-registry';
+import { AdminRequestRegistry } from './admin-requests.js';
+import { BrokerRegistry } from './broker-registry.js';
+import { createPartitionStateOps, removePartitionStateOps, removeTopicOps, ReplicatedTopicRegistry, setPartitionStateOp } from './replicated-topics.js';
+import type { PartitionState } from './replicated-values.js';
+import type { ZkClient } from './zk-client.js';
 
 /** Plays the controller over `zk` until stopped (polls every 50 ms). */
 export class ControllerStandIn {
@@ -33,6 +27,7 @@ export class ControllerStandIn {
     this.brokers = new BrokerRegistry(zk);
   }
 
+  /** Starts the loop; returns this. */
   start(): this {
     const tick = (): void => {
       this.running = this.round().catch(() => {}).finally(() => {
@@ -43,6 +38,7 @@ export class ControllerStandIn {
     return this;
   }
 
+  /** Stops the loop and waits for its round in progress. */
   async stop(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
