@@ -66,29 +66,28 @@ export function klogMessageSetOf(messages: readonly KafkaMessage[]): Buffer {
  * {@link klogMessageSetOf} of its decoded messages gives it. A set without compressed messages
  * (what producers send by default) is converted in one pass: each message checked where it lies
  * ({@link scanKafkaMessage}), its key, timestamp bytes and value copied into one buffer allocated
- * once, every klog CRC filled by one call ({@link writeMessageCrcs}); no object per message. A
+ * once (all copies in one call, {@link KafkaCopies}), every klog CRC filled by one call
+ * ({@link writeMessageCrcs}); no object per message. A
  * set with a gzip wrapper is decoded ({@link decodeKafkaMessageSet}) and converted from that.
  * @throws KafkaProtocolError as decodeKafkaMessageSet does; ProtocolError (InvalidMessage) for a key over 65535 bytes
  */
 export async function klogMessageSetOfKafka(records: Buffer, options: DecodeMessageSetOptions): Promise<Buffer> {
   const span = newKafkaMessageSpan();
-  let size = 0;
+  const copies = new KafkaCopies();
+  // A klog message is never larger than the Kafka message it comes from (26 bytes of framing at
+  // most, against 26 for magic 0 and 34 for magic 1), so the set fits in as many bytes.
+  const out = Buffer.allocUnsafe(records.length);
+  let at = 0;
   for (let pos = 0; pos < records.length; ) {
     const end = kafkaMessageEnd(records, pos);
     const m = scanKafkaMessage(records, pos, end, span);
     if (m.codec !== KafkaCodec.None) return klogMessageSetOf(await decodeKafkaMessageSet(records, options));
-    size += klogSizeOf(m, end);
+    at = writeKlogMessageOf(records, m, end, out, at, copies);
     pos = end;
   }
-  const out = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (let pos = 0; pos < records.length; ) {
-    const end = kafkaMessageEnd(records, pos);
-    at = writeKlogMessageOf(records, scanKafkaMessage(records, pos, end, span), end, out, at);
-    pos = end;
-  }
+  copies.flush(records, out);
   writeMessageCrcs(out, 0, at);
-  return out;
+  return out.subarray(0, at);
 }
 
 /** Bytes of the metadata header's fields of a Kafka message (key and timestamp), 0 for none. */
@@ -98,30 +97,34 @@ function headerFieldsOf(m: KafkaMessageSpan): number {
   return fields;
 }
 
-/** Bytes the klog message of the Kafka message `m` (ending at `end`) takes. */
-function klogSizeOf(m: KafkaMessageSpan, end: number): number {
-  const fields = headerFieldsOf(m);
-  return messageOverheadBytes + (fields > 0 ? 2 + fields : 0) + (m.valueStart < 0 ? 0 : end - m.valueStart);
-}
-
-/** Writes the klog message of the Kafka message `m` of `src` at `out[at]`, but for its CRC. @returns the position after it */
-function writeKlogMessageOf(src: Buffer, m: KafkaMessageSpan, end: number, out: Buffer, at: number): number {
+/**
+ * Writes the klog message of the Kafka message `m` of `src` (ending at `end`) at `out[at]`, but
+ * for its CRC; key, timestamp and value bytes are queued on `copies` (flush them from `src`).
+ * @returns the position after it
+ */
+function writeKlogMessageOf(src: Buffer, m: KafkaMessageSpan, end: number, out: Buffer, at: number, copies: KafkaCopies): number {
   const fields = headerFieldsOf(m);
   let pos = at + messageOverheadBytes;
   if (fields > 0) {
     pos = out.writeUInt16BE(fields, pos);
     if (m.keyStart >= 0) {
+      const n = m.keyEnd - m.keyStart;
       out[pos] = headerTagKey;
-      pos = out.writeUInt16BE(m.keyEnd - m.keyStart, pos + 1);
-      pos += src.copy(out, pos, m.keyStart, m.keyEnd);
+      pos = out.writeUInt16BE(n, pos + 1);
+      copies.add(m.keyStart, pos, n);
+      pos += n;
     }
     if (m.timestampAt >= 0) {
       out[pos] = headerTagTimestamp;
       pos = out.writeUInt16BE(8, pos + 1);
-      pos += src.copy(out, pos, m.timestampAt, m.timestampAt + 8);
+      copies.add(m.timestampAt, pos, 8);
+      pos += 8;
     }
   }
-  if (m.valueStart >= 0) pos += src.copy(out, pos, m.valueStart, end);
+  if (m.valueStart >= 0) {
+    copies.add(m.valueStart, pos, end - m.valueStart);
+    pos += end - m.valueStart;
+  }
   out.writeInt32BE(pos - at - lengthFieldBytes, at);
   out[at + 4] = currentMagic;
   out[at + 5] = fields > 0 ? hasHeaderAttribute : 0;
