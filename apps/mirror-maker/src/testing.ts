@@ -13,20 +13,17 @@ import { fileURLToPath } from 'node:url';
 import { SimpleConsumer, ZkProducer } from '@klog/client';
 import { BrokerRegistry, ZkClient, allPartitions } from '@klog/zk-registry';
 import { removeChroot, testConnectString } from '@klog/zk-registry/testing';
+import { waitFor as poll } from '@klog/retry';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const brokerMain = join(here, '../../broker/dist/main.js');
 export const mirrorMain = join(here, '../dist/main.js');
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export { sleep } from '@klog/retry';
 
-/** Polls `check` every 100 ms until it is true; throws naming `what` after `timeoutMs`. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
+/** Polls `check` every 100 ms until it is true; throws naming `what` after `timeoutMs` (@klog/retry's waitFor). */
+export function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  return poll(what, check, timeoutMs, 100);
 }
 
 const children = new Set<ChildProcess>();
@@ -220,6 +217,22 @@ export class ClusterReader {
   private zk: ZkClient | undefined;
 
   constructor(readonly zookeeper: string) {}
+
+  /**
+   * Polls `topics` until each of `values` has been read at least once (the mirror copied every
+   * message sent). @throws after `timeoutMs` ms, as {@link waitFor}
+   */
+  async waitForValues(topics: readonly string[], values: Iterable<string>, timeoutMs: number): Promise<void> {
+    const wanted = [...values];
+    await waitFor(
+      'every message in the target',
+      async () => {
+        const got = countValues(await this.poll(topics));
+        return wanted.every((v) => got.has(v));
+      },
+      timeoutMs,
+    );
+  }
 
   async poll(topics: readonly string[]): Promise<Read[]> {
     this.zk ??= await ZkClient.connect(this.zookeeper, { sessionTimeoutMs: 10_000 });

@@ -4,7 +4,7 @@
  * copies again a linger's worth of messages instead of at most one commit interval's.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { ClusterReader, MirrorProcess, cleanup, committedOffsets, countValues, mirrorArgs, newProducer, produce, sleep, startCluster, waitFor, type Sent } from '../src/testing.js';
+import { ClusterReader, MirrorProcess, cleanup, committedOffsets, countValues, mirrorArgs, newProducer, produce, sleep, startCluster, type Sent } from '../src/testing.js';
 
 afterAll(cleanup);
 
@@ -26,10 +26,7 @@ describe('klog-mirror-maker commits with the audit on', () => {
         sent.push(...(await produce(producer, 'events', Array.from({ length: 20 }, (_, j) => ({ value: `events|${i * 20 + j}` })))));
         await sleep(100);
       }
-      await waitFor('every message in the target', async () => {
-        const got = countValues(await reader.poll(['events']));
-        return sent.every((s) => got.has(s.value));
-      }, 30_000);
+      await reader.waitForValues(['events'], sent.map((s) => s.value), 30_000);
       const copiedAt = Date.now();
       await sleep(1000); // five commit intervals
       await first.kill9();

@@ -52,14 +52,7 @@ describe('klog-mirror-maker killed with SIGKILL', () => {
       killing = false;
       await producing;
       const total = sent.length;
-      await waitFor(
-        'every message in the target',
-        async () => {
-          const got = countValues(await reader.poll(['events']));
-          return sent.every((s) => got.has(s.value));
-        },
-        90_000,
-      );
+      await reader.waitForValues(['events'], sent.map((s) => s.value), 90_000);
       await sleep(1000);
       const counts = countValues(await reader.poll(['events']));
       expect(await mirror.stop()).toBe(0);

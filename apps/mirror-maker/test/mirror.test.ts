@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ZkProducer } from '@klog/client';
 import { ZkClient } from '@klog/zk-registry';
-import { ClusterReader, MirrorProcess, cleanup, countValues, mirrorArgs, newProducer, produce, startCluster, waitFor, type Sent } from '../src/testing.js';
+import { ClusterReader, MirrorProcess, cleanup, countValues, mirrorArgs, newProducer, produce, startCluster, type Sent } from '../src/testing.js';
 
 afterAll(cleanup);
 
@@ -42,14 +42,7 @@ describe('klog-mirror-maker over two sources', () => {
 
       const reader = new ClusterReader(target.zookeeper);
       const topics = ['clicks', 'orders', 'views', 'late-topic', 'secret-audit'];
-      await waitFor(
-        'every message in the target',
-        async () => {
-          const got = countValues(await reader.poll(topics));
-          return [...expected].every((v) => got.has(v));
-        },
-        90_000,
-      );
+      await reader.waitForValues(topics, expected, 90_000);
       // Let anything extra (a duplicate) arrive before counting.
       await new Promise((resolve) => setTimeout(resolve, 1500));
       const read = await reader.poll(topics);

@@ -59,14 +59,7 @@ describe('klog-mirror-maker with a target broker down', () => {
 
       producing = false;
       await background;
-      await waitFor(
-        'every message in the target',
-        async () => {
-          const got = countValues(await reader.poll(['events']));
-          return sent.every((s) => got.has(s.value));
-        },
-        60_000,
-      );
+      await reader.waitForValues(['events'], sent.map((s) => s.value), 60_000);
       const counts = countValues(await reader.poll(['events']));
       const duplicates = [...counts.values()].reduce((a, n) => a + n - 1, 0);
       console.log(`outage: ${sent.length} messages, none lost, ${duplicates} duplicates, ${mirror.logs(/^target did not acknowledge/).length} resend rounds`);

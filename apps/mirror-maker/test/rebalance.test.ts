@@ -35,14 +35,7 @@ describe('klog-mirror-maker through rebalances', () => {
       await sleep(1500);
       producing = false;
       await background;
-      await waitFor(
-        'every message in the target',
-        async () => {
-          const got = countValues(await reader.poll(['events']));
-          return sent.every((s) => got.has(s.value));
-        },
-        60_000,
-      );
+      await reader.waitForValues(['events'], sent.map((s) => s.value), 60_000);
       await sleep(1000);
       const counts = countValues(await reader.poll(['events']));
       const duplicates = [...counts.values()].reduce((a, n) => a + n - 1, 0);

@@ -6,6 +6,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ZkClient, offsetPath, ownerPath } from '@klog/zk-registry';
 import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
+import { waitFor as poll } from '@klog/retry';
 import { GroupConsumer, Producer, RebalanceFailedError, ZkProducer, type GroupConsumerConfig, type GroupMessage, type MessageStream } from '../src/index.js';
 import { startTestBroker, type TestBroker } from './helpers.js';
 
@@ -65,15 +66,8 @@ async function drain(stream: MessageStream, ms: number): Promise<GroupMessage[]>
   }
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+/** Polls `check` every 50 ms, 15 s at the most by default. */
+const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> => poll(what, check, timeoutMs);
 
 const key = (m: GroupMessage): string => `${m.brokerId}-${m.partition}@${m.offset}`;
 

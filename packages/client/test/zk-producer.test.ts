@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { type Broker, startBroker } from '@klog/broker';
 import { BrokerRegistry, ZkClient } from '@klog/zk-registry';
 import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
+import { sleep, waitFor as poll } from '@klog/retry';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { hashPartitioner, PartitionUnavailableError, Producer, SimpleConsumer, ZkProducer, type ZkProducerOptions } from '../src/index.js';
 import { silentLogger } from './helpers.js';
@@ -71,15 +72,8 @@ function recordingLogger(): ZkProducerOptions['logger'] & { warnings: string[] }
   };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+/** Polls `check` every 50 ms, 15 s at the most by default. */
+const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> => poll(what, check, timeoutMs);
 
 describe('ZkProducer', () => {
   let zookeeper: string;

@@ -9,6 +9,7 @@
  * - {@link retry}: runs an async function again after each retriable failure, until it
  *   succeeds, a failure is not retriable, the attempts or the time run out, or a signal aborts.
  * - {@link sleep}: the abortable wait they use.
+ * - {@link waitFor}: polls a condition until it holds or a deadline passes (what tests wait with).
  */
 
 /** How delays grow; all durations in ms. */
@@ -134,4 +135,18 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * Polls `check` every `intervalMs` ms until it returns true (a throw from it passes through).
+ * @param what the condition, named in the error
+ * @param timeoutMs how long to poll, ms; default 30 000
+ * @throws Error `timed out after <timeoutMs> ms waiting for <what>` when it is still false then
+ */
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000, intervalMs = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(intervalMs);
+  }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Backoff, backoffDelayMs, isRetriable, retry, sleep } from '../src/index.js';
+import { Backoff, backoffDelayMs, isRetriable, retry, sleep, waitFor } from '../src/index.js';
 
 const flaky = (failures: number, error: unknown) => {
   let calls = 0;
@@ -89,5 +89,25 @@ describe('retry', () => {
     const ac = new AbortController();
     ac.abort();
     expect(await sleep(10_000, ac.signal)).toBe(false);
+  });
+});
+
+describe('waitFor', () => {
+  it('resolves once the condition holds, polling at the interval', async () => {
+    let calls = 0;
+    await waitFor('three calls', () => ++calls >= 3, 5000, 10);
+    expect(calls).toBe(3);
+  });
+
+  it('awaits an async condition', async () => {
+    let calls = 0;
+    await waitFor('two calls', async () => (await sleep(1)) && ++calls >= 2, 5000, 1);
+    expect(calls).toBe(2);
+  });
+
+  it('throws naming the condition and the timeout when it never holds', async () => {
+    const started = Date.now();
+    await expect(waitFor('the moon', () => false, 100, 10)).rejects.toThrow('timed out after 100 ms waiting for the moon');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
   });
 });

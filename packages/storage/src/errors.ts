@@ -136,28 +136,23 @@ export function asStorageError(err: unknown, file: string): unknown {
  * replica. Nothing in the directory is changed. A broker answers a LEADER_AND_ISR that meets it
  * with ReplicaLost (docs/replication.md §7).
  */
-export class ReplicaDirError extends Error {
-  override readonly name = 'ReplicaDirError';
-  /** Wire error code −1 (unknown server error); the broker maps it. */
-  readonly code = ErrorCode.Unknown;
+export class ReplicaDirError extends StorageError {
   constructor(
     /** The partition's directory. */
     readonly dir: string,
     reason: string,
   ) {
-    super(`replica directory ${dir}: ${reason}`);
+    super(ErrorCode.ReplicaLost, `replica directory ${dir}: ${reason}`);
   }
 }
 
 /**
  * A paper topic cannot be created under a name this broker holds replica logs of
- * (docs/replication.md §3: one namespace for topic names). Nothing is created.
+ * (docs/replication.md §3: one namespace for topic names). Nothing is created. Answered as
+ * NotLeaderForPartition (docs/replication.md §7): the client looks the topic up again.
  */
-export class ReplicatedTopicError extends Error {
-  override readonly name = 'ReplicatedTopicError';
-  /** Wire error code −1 (unknown server error); the broker maps it. */
-  readonly code = ErrorCode.Unknown;
+export class ReplicatedTopicError extends StorageError {
   constructor(readonly topic: string) {
-    super(`topic ${topic} is a replicated topic on this broker: it is not created as a paper topic`);
+    super(ErrorCode.NotLeaderForPartition, `topic ${topic} is a replicated topic on this broker: it is not created as a paper topic`);
   }
 }

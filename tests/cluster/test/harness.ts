@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ZkClient } from '@klog/zk-registry';
+import { sleep, waitFor } from '@klog/retry';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The broker's command line, built by `turbo run build`. */
@@ -20,16 +21,8 @@ const memberScript = join(here, 'fixtures/member.mjs');
 /** The `klog` command line. */
 export const klogMain = join(here, '../../../tools/klog/dist/main.js');
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` every 50 ms until it is true; throws naming `what` after `timeoutMs`. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
+/** The waits of @klog/retry: `waitFor` polls every 50 ms, 30 s at the most by default. */
+export { sleep, waitFor };
 
 /** Every child started by this module, killed by {@link killAll}. */
 const children = new Set<ChildProcess>();

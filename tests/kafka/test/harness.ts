@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { sleep, waitFor } from '@klog/retry';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The broker's command line, built by `turbo run build`. */
@@ -18,16 +19,8 @@ export const klogMain = join(here, '../../../tools/klog/dist/main.js');
 /** The kafkajs scripts the tests run as processes. */
 export const fixtures = join(here, 'fixtures');
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` every 50 ms until it is true; throws naming `what` after `timeoutMs`. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
+/** The waits of @klog/retry: `waitFor` polls every 50 ms, 30 s at the most by default. */
+export { sleep, waitFor };
 
 const children = new Set<ChildProcess>();
 process.once('exit', () => {

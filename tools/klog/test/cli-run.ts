@@ -3,6 +3,7 @@ import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:chil
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SimpleConsumer } from '@klog/client';
+import { waitFor as poll } from '@klog/retry';
 
 export const klogMain = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
 
@@ -10,6 +11,8 @@ export const klogMain = join(dirname(fileURLToPath(import.meta.url)), '..', 'dis
 export interface KlogRun {
   code: number | null;
   stdout: string;
+  /** stdout as the bytes printed (for binary output). */
+  stdoutBytes: Buffer;
   stderr: string;
 }
 
@@ -25,18 +28,25 @@ export interface LiveKlog {
 export function startKlog(args: readonly string[], env: NodeJS.ProcessEnv = process.env): LiveKlog {
   const child = spawn(process.execPath, [klogMain, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env });
   const out = { stdout: '', stderr: '' };
-  child.stdout.on('data', (b: Buffer) => (out.stdout += b.toString()));
+  const stdoutBytes: Buffer[] = [];
+  child.stdout.on('data', (b: Buffer) => {
+    stdoutBytes.push(b);
+    out.stdout += b.toString();
+  });
   child.stderr.on('data', (b: Buffer) => (out.stderr += b.toString()));
   child.stdin.on('error', () => {});
   const exited = new Promise<KlogRun>((resolve, reject) => {
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, ...out }));
+    child.on('close', (code) => {
+      const bytes = Buffer.concat(stdoutBytes);
+      resolve({ code, stdout: bytes.toString(), stdoutBytes: bytes, stderr: out.stderr });
+    });
   });
   return { child, out, exited };
 }
 
 /** Runs `klog args...` with `input` on stdin to its end; killed after `timeoutMs`. */
-export async function runKlog(args: readonly string[], input = '', timeoutMs = 30_000): Promise<KlogRun> {
+export async function runKlog(args: readonly string[], input: string | Buffer = '', timeoutMs = 30_000): Promise<KlogRun> {
   const k = startKlog(args);
   const timer = setTimeout(() => k.child.kill('SIGKILL'), timeoutMs);
   k.child.stdin.end(input);
@@ -47,13 +57,9 @@ export async function runKlog(args: readonly string[], input = '', timeoutMs = 3
   }
 }
 
-/** Waits until `check` holds, polling every 20 ms. @throws after `timeoutMs` */
-export async function waitFor(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+/** Waits until `check` holds, polling every 20 ms (@klog/retry's waitFor). @throws after `timeoutMs` */
+export function waitFor(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  return poll(what, check, timeoutMs, 20);
 }
 
 /** Every payload of a partition up to its (flushed) end, in log order. */

@@ -2,17 +2,14 @@
  * The `klog` command as users run it: real child processes (`node dist/main.js ...`) against a
  * real broker on 127.0.0.1 (docs/design.md §6).
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { startBroker, type Broker } from '@klog/broker';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-const main = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
+import { runKlog } from './cli-run.js';
 
 interface Run {
   code: number | null;
@@ -20,23 +17,10 @@ interface Run {
   stderr: string;
 }
 
-/** Runs `klog args...` with `input` on stdin. */
-function klog(args: string[], input?: string | Buffer, timeoutMs = 30_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString() });
-    });
-    child.stdin.on('error', () => {});
-    child.stdin.end(input ?? '');
-  });
+/** Runs `klog args...` with `input` on stdin; stdout as bytes. */
+async function klog(args: string[], input?: string | Buffer, timeoutMs = 30_000): Promise<Run> {
+  const r = await runKlog(args, input ?? '', timeoutMs);
+  return { code: r.code, stdout: r.stdoutBytes, stderr: r.stderr };
 }
 
 const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');

@@ -2,42 +2,17 @@
  * `klog produce --stamp-metadata --compression gzip`, `klog consume --print-key` (simple and
  * group mode) and `klog perf produce --compression gzip`, as child processes against real brokers.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { startBroker, type Broker } from '@klog/broker';
 import { iterateMessageSet } from '@klog/protocol';
 import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type KlogRun, runKlog } from './cli-run.js';
 
-const main = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function klog(args: string[], input = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() });
-    });
-    child.stdin.on('error', () => {});
-    child.stdin.end(input);
-  });
-}
+const klog = (args: string[], input = ''): Promise<KlogRun> => runKlog(args, input);
 
 describe('klog with metadata and gzip', () => {
   let work: string;
