@@ -93,15 +93,27 @@ async function readPartition(k: KafkaContext, log: Log, fetchOffset: number, max
   }
 }
 
-/** Waits until one of `logs` flushes, `ms` pass, or the broker or connection closes. */
-async function waitForFlush(k: KafkaContext, logs: readonly Log[], ms: number): Promise<void> {
-  const signal = AbortSignal.any([AbortSignal.timeout(ms), k.broker.closing]);
+/**
+ * Waits until one of `logs` flushes, `ms` pass, or the broker or connection closes
+ * (`k.broker.closing`). One timer and one listener per log, all removed when the wait ends. The
+ * timer is a plain `setTimeout`: an `AbortSignal.timeout` in `AbortSignal.any` is held only
+ * weakly by its timer, and a garbage collection during the wait drops it unfired (Node 20), so
+ * the fetch, and the connection behind it, would wait forever.
+ */
+export async function waitForFlush(k: KafkaContext, logs: readonly Log[], ms: number): Promise<void> {
+  const closing = k.broker.closing;
+  if (closing.aborted) return;
+  let timer: NodeJS.Timeout | undefined;
+  let stop = (): void => {};
   const unsubscribe: (() => void)[] = [];
   await new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    signal.addEventListener('abort', () => resolve(), { once: true });
+    stop = resolve;
+    timer = setTimeout(resolve, ms);
+    closing.addEventListener('abort', stop, { once: true });
     for (const log of logs) unsubscribe.push(log.onFlush(() => resolve()));
   });
+  clearTimeout(timer);
+  closing.removeEventListener('abort', stop);
   for (const u of unsubscribe) u();
 }
 
