@@ -24,6 +24,7 @@ import {
 import type { Log } from '@klog/storage';
 import type { KafkaContext } from './context.js';
 import { kafkaErrorOf, localLog } from './partitions.js';
+import { longPoll } from '../long-poll.js';
 
 const emptyRecords = Buffer.alloc(0);
 
@@ -95,26 +96,10 @@ async function readPartition(k: KafkaContext, log: Log, fetchOffset: number, max
 
 /**
  * Waits until one of `logs` flushes, `ms` pass, or the broker or connection closes
- * (`k.broker.closing`). One timer and one listener per log, all removed when the wait ends. The
- * timer is a plain `setTimeout`: an `AbortSignal.timeout` in `AbortSignal.any` is held only
- * weakly by its timer, and a garbage collection during the wait drops it unfired (Node 20), so
- * the fetch, and the connection behind it, would wait forever.
+ * (`k.broker.closing`), through the broker's one long-poll wait (`../long-poll.ts`).
  */
-export async function waitForFlush(k: KafkaContext, logs: readonly Log[], ms: number): Promise<void> {
-  const closing = k.broker.closing;
-  if (closing.aborted) return;
-  let timer: NodeJS.Timeout | undefined;
-  let stop = (): void => {};
-  const unsubscribe: (() => void)[] = [];
-  await new Promise<void>((resolve) => {
-    stop = resolve;
-    timer = setTimeout(resolve, ms);
-    closing.addEventListener('abort', stop, { once: true });
-    for (const log of logs) unsubscribe.push(log.onFlush(() => resolve()));
-  });
-  clearTimeout(timer);
-  closing.removeEventListener('abort', stop);
-  for (const u of unsubscribe) u();
+export function waitForFlush(k: KafkaContext, logs: readonly Log[], ms: number): Promise<void> {
+  return longPoll(k.broker.closing, ms, (wake) => logs.map((log) => log.onFlush(() => wake())));
 }
 
 /** Handles a ListOffsets request: -1 the high watermark, -2 the earliest offset, a time: the start of the newest segment last written before it. */
