@@ -6,42 +6,28 @@
 import type { Command } from 'commander';
 import { KlogError } from '@klog/client';
 import { allPartitions, BrokerRegistry } from '@klog/zk-registry';
-import { LogEnds, orDash, table, withZooKeeper, zookeeperOption } from '../cluster.js';
+import { addListOrDescribeCommand, type ListOrDescribeOptions, LogEnds, orDash, table, withZooKeeper, writeNames } from '../cluster.js';
 import { createLogger } from '../logger.js';
 import { parseTopic } from '../options.js';
 
-interface TopicsOptions {
-  zookeeper: string;
-  describe?: string;
-  json?: boolean;
-}
-
 /** Adds `klog topics` to `program`. */
 export function registerTopics(program: Command): void {
-  program
-    .command('topics')
-    .description('list the topics registered in ZooKeeper, or describe one: brokers, partitions, log end offsets')
-    .addOption(zookeeperOption())
-    .option('--describe <topic>', 'show the brokers and partitions of this topic with their log end offsets', parseTopic)
-    .option('--json', 'print JSON instead of text')
-    .addHelpText(
-      'after',
-      `
-Examples:
-  klog topics --zookeeper 127.0.0.1:2181/klog
-  klog topics --zookeeper 127.0.0.1:2181/klog --describe numbers
-  klog topics --zookeeper 127.0.0.1:2181/klog --describe numbers --json`,
-    )
-    .action(async (opts: TopicsOptions) => topics(opts));
+  addListOrDescribeCommand(
+    program,
+    'topics',
+    'list the topics registered in ZooKeeper, or describe one: brokers, partitions, log end offsets',
+    { arg: 'topic', help: 'show the brokers and partitions of this topic with their log end offsets', parse: parseTopic },
+    ['--zookeeper 127.0.0.1:2181/klog', '--zookeeper 127.0.0.1:2181/klog --describe numbers', '--zookeeper 127.0.0.1:2181/klog --describe numbers --json'],
+    topics,
+  );
 }
 
-async function topics(opts: TopicsOptions): Promise<void> {
+async function topics(opts: ListOrDescribeOptions): Promise<void> {
   const logger = createLogger('klog-topics');
   await withZooKeeper(opts.zookeeper, logger, async (zk) => {
     const registry = new BrokerRegistry(zk, { logger });
     if (opts.describe === undefined) {
-      const names = await registry.listTopics();
-      process.stdout.write(opts.json ? `${JSON.stringify(names)}\n` : names.map((t) => `${t}\n`).join(''));
+      writeNames(await registry.listTopics(), opts.json);
       return;
     }
     const topic = opts.describe;
