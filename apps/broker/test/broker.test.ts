@@ -11,6 +11,7 @@ import {
   decodeMetadataResponse,
   decodeOffsetsResponse,
   decodeProduceAckResponse,
+  encodeControlledShutdownRequest,
   encodeFetchRequest,
   encodeFrame,
   encodeMessageSet,
@@ -19,6 +20,7 @@ import {
   encodeOffsetsRequest,
   encodeProduceAckRequest,
   iterateMessageSet,
+  type AckLevelValue,
   type FetchResponse,
 } from '@klog/protocol';
 import { startBroker, type Broker, type BrokerConfig } from '../src/index.js';
@@ -60,7 +62,7 @@ function payloads(n: number, size: number, seed = 0): Buffer[] {
   });
 }
 
-async function produceAck(c: WireClient, topic: string, partition: number, messages: Buffer, acks: 1 | 2 = AckLevel.Flushed) {
+async function produceAck(c: WireClient, topic: string, partition: number, messages: Buffer, acks: AckLevelValue = AckLevel.Flushed) {
   const r = await c.request(encodeProduceAckRequest({ acks, partitions: [{ topic, partition, messages }] }));
   expect(r.code).toBe(ErrorCode.None);
   return decodeProduceAckResponse(new Decoder(r.body))[0]!;
@@ -186,6 +188,8 @@ describe('broker (standalone)', () => {
     await start({ flushMessages: 1 });
     const c = await client();
     expect((await c.request(encodeFrame(42, (e) => e.writeInt32(7)))).code).toBe(ErrorCode.UnknownRequestType);
+    // A replication request that decodes, on a broker that does not serve it yet.
+    expect((await c.request(encodeControlledShutdownRequest({ brokerId: 1, brokerEpoch: 5 }))).code).toBe(ErrorCode.UnknownRequestType);
     expect((await c.request(encodeFrame(RequestType.Fetch, (e) => e.writeInt16(500)))).code).toBe(ErrorCode.InvalidRequest);
     expect((await c.request(encodeFrame(RequestType.Fetch, (e) => e.writeString('../etc').writeInt32(0).writeInt64(0).writeInt32(10)))).code).toBe(
       ErrorCode.InvalidTopic,
@@ -246,6 +250,16 @@ describe('broker (standalone)', () => {
     expect(await readAll(c, 'f', 0)).toHaveLength(0);
     expect(await latest(c, 'f', 0)).toEqual([0]);
     await produceAck(c, 'f', 0, encodeMessageSet(payloads(1, 10)), AckLevel.Flushed);
+    expect(await readAll(c, 'f', 0)).toHaveLength(6);
+  });
+
+  it('answers acks -1 on a paper topic once flushed, as acks 2 (flush.policy=interval)', async () => {
+    await start({ flushPolicy: 'interval', flushMessages: 1000, flushIntervalMs: 60_000 });
+    const c = await client();
+    await produceAck(c, 'f', 0, encodeMessageSet(payloads(5, 10)), AckLevel.Appended);
+    expect(await readAll(c, 'f', 0)).toHaveLength(0);
+    const r = await produceAck(c, 'f', 0, encodeMessageSet(payloads(1, 10)), AckLevel.All);
+    expect(r).toMatchObject({ errorCode: ErrorCode.None, offset: 100, nextOffset: 120 });
     expect(await readAll(c, 'f', 0)).toHaveLength(6);
   });
 

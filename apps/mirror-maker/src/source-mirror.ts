@@ -357,7 +357,7 @@ export class SourceMirror {
   }
 
   private onOffsetReset(e: OffsetResetEvent): void {
-    const where = { source: this.source, topic: e.topic, brokerId: e.brokerId, partition: e.partition };
+    const where = partitionFields(e);
     if (e.earliest !== undefined && e.from < e.earliest) {
       this.gaps++;
       const to = e.to ?? e.earliest;
@@ -373,7 +373,7 @@ export class SourceMirror {
 
   /** Logs a gap (and with `fail` stops the mirror through {@link onFatal}). */
   private async reportGap(e: OffsetResetEvent, to: number, fail: boolean): Promise<void> {
-    const where = { source: this.source, topic: e.topic, brokerId: e.brokerId, partition: e.partition };
+    const where = partitionFields(e);
     const lostBytes = to - e.from;
     const meanBytes = await this.meanMessageBytes(e, to);
     const lostMessages = meanBytes === undefined ? undefined : Math.max(1, Math.round(lostBytes / meanBytes));
@@ -436,7 +436,7 @@ export class SourceMirror {
     this.lastPartitions = partitions;
     const lag = partitions.reduce((n, p) => n + (p.lag ?? 0), 0);
     this.logger.info(
-      { source: this.source, rate: Math.round(rate), acked, inFlight: this.sender.outstanding, retrying: this.sender.isRetrying, lagBytes: lag, partitions },
+      { rate: Math.round(rate), acked, inFlight: this.sender.outstanding, retrying: this.sender.isRetrying, lagBytes: lag, partitions },
       'mirror progress',
     );
   }
@@ -466,4 +466,19 @@ export class SourceMirror {
     }
     return client.consumer;
   }
+}
+
+/** A source partition as log fields. */
+interface PartitionFields {
+  readonly topic: string;
+  readonly brokerId: number;
+  readonly partition: number;
+}
+
+/**
+ * The log fields naming a source partition. The source itself is not among them: every line of a
+ * {@link SourceMirror} comes from a child logger that already carries `source`.
+ */
+function partitionFields(p: PartitionFields): PartitionFields {
+  return { topic: p.topic, brokerId: p.brokerId, partition: p.partition };
 }

@@ -2,7 +2,8 @@
  * Error codes carried in every response header (docs/design.md §3) and the typed error thrown by every
  * decoder in this package.
  *
- * Codes 0 to 4 and −1 are Kafka 0.7's; 5 and up are klog's additions (docs/format.md lists them).
+ * Codes 0 to 4 and −1 are Kafka 0.7's; 5 and up are klog's additions, 20 to 39 replication's
+ * (docs/format.md lists them; docs/replication.md §7).
  */
 export const ErrorCode = {
   /** No error. */
@@ -33,6 +34,30 @@ export const ErrorCode = {
   TooManyPartitions: 11,
   /** (klog) The broker's log dir has no space left (ENOSPC, or a quota): nothing was appended. */
   DiskFull: 12,
+  /** (klog, replication) This broker does not lead the partition: a follower, no replica, or a stepped-down leader (docs/replication.md §7). */
+  NotLeaderForPartition: 20,
+  /** (klog, replication) The partition is offline: it has no leader. */
+  LeaderNotAvailable: 21,
+  /** (klog, replication) The ISR is smaller than `min.insync.replicas`: nothing was appended. */
+  NotEnoughReplicas: 22,
+  /** (klog, replication) Appended, but the ISR fell below `min.insync.replicas` before the high watermark reached the set. */
+  NotEnoughReplicasAfterAppend: 23,
+  /** (klog, replication) The request's leader epoch is older than this broker's. */
+  FencedLeaderEpoch: 24,
+  /** (klog, replication) The request's leader epoch is newer than this broker's. */
+  UnknownLeaderEpoch: 25,
+  /** (klog, replication) A controller request from an older controller epoch. */
+  StaleControllerEpoch: 26,
+  /** (klog, replication) This broker is not the controller. */
+  NotController: 27,
+  /** (klog, replication) The broker does not have a replica log it should have (lost disk or directory). */
+  ReplicaLost: 28,
+  /** (klog, replication) The fetching broker is not in the partition's replica list. */
+  NotReplica: 29,
+  /** (klog, replication) The topic is not a replicated topic (a paper topic, or none). */
+  NotReplicatedTopic: 30,
+  /** (klog, replication) The request comes from a previous registration of the broker (an older broker epoch). */
+  StaleBrokerEpoch: 31,
 } as const;
 
 /** One of the values of {@link ErrorCode}. */

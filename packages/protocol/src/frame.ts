@@ -9,7 +9,7 @@
 import { Decoder, Encoder, type TopicNameCache } from './codec.js';
 import { ErrorCode, ProtocolError, type ErrorCodeValue } from './errors.js';
 
-/** Request type numbers: Kafka 0.7's 0-4, klog's 5 and up (docs/format.md). */
+/** Request type numbers: Kafka 0.7's 0-4, klog's 5 and up; 16-21 are replication's (docs/format.md, docs/replication.md §6). */
 export const RequestType = {
   Produce: 0,
   Fetch: 1,
@@ -20,6 +20,18 @@ export const RequestType = {
   ProduceAck: 5,
   /** (klog) the partition count of topics on a broker. */
   Metadata: 6,
+  /** (klog, replication) controller → broker: who leads each partition, the ISR, the broker's role (docs/replication.md §6.1). */
+  LeaderAndIsr: 16,
+  /** (klog, replication) controller → broker: stop leading or following partitions, optionally deleting them (docs/replication.md §6.2). */
+  StopReplica: 17,
+  /** (klog, replication) follower → leader: a follower's fetch (docs/replication.md §6.3). */
+  ReplicaFetch: 18,
+  /** (klog, replication) follower → leader: where one of the follower's epochs ends on the leader (docs/replication.md §6.4). */
+  OffsetForLeaderEpoch: 19,
+  /** (klog, replication) broker → controller: move my leaderships away before I stop (docs/replication.md §6.5). */
+  ControlledShutdown: 20,
+  /** (klog, replication) client → any broker: leaders, replicas and ISRs of replicated topics (docs/replication.md §6.6). */
+  TopicMetadata: 21,
 } as const;
 
 /** One of the values of {@link RequestType}. */

@@ -13,11 +13,17 @@ import {
   decodeMultiFetchResponse,
   decodeOffsetsResponse,
   decodeProduceAckResponse,
+  decodeReplicaFetchResponse,
   decodeRequest,
   encodeErrorResponse,
   encodeFetchErrorResponse,
   encodeFetchRequest,
   encodeFetchResponseHeader,
+  encodeFetchedPartitionHeader,
+  encodeLeaderAndIsrRequest,
+  encodeReplicaFetchRequest,
+  encodeReplicaFetchResponse,
+  encodeReplicaFetchResponseHeader,
   encodeMessage,
   encodeMessageSet,
   encodeMetadataRequest,
@@ -219,5 +225,65 @@ describe('golden responses', () => {
     ];
     expectBytes(encodeMetadataResponse(topics), bytes);
     expect(decodeResponse(bytes, (_, body) => decodeMetadataResponse(body))).toStrictEqual({ errorCode: ErrorCode.None, value: topics });
+  });
+});
+
+describe('golden replication requests (docs/replication.md §6)', () => {
+  it('leader-and-isr-request.hex (§6.1)', () => {
+    const bytes = loadHex('leader-and-isr-request.hex');
+    expect(bytes.length).toBe(105);
+    const req = {
+      controllerId: 1,
+      controllerEpoch: 4,
+      partitions: [
+        {
+          topic: 'events',
+          topicId: '5f0c3a9e12b7d604',
+          partition: 0,
+          leader: 1,
+          leaderEpoch: 3,
+          stateVersion: 7,
+          minInsyncReplicas: 2,
+          isNew: false,
+          replicas: [1, 2, 0],
+          isr: [1, 2],
+        },
+      ],
+      brokers: [{ brokerId: 1, host: '10.0.0.1', port: 9092 }],
+    };
+    expectBytes(encodeLeaderAndIsrRequest(req), bytes);
+    expect(decodeRequestFrame(bytes)).toStrictEqual({ type: RequestType.LeaderAndIsr, leaderAndIsr: req });
+  });
+
+  it('replica-fetch-request.hex (§6.3)', () => {
+    const bytes = loadHex('replica-fetch-request.hex');
+    expect(bytes.length).toBe(52);
+    const req = {
+      replicaId: 2,
+      maxWaitMs: 500,
+      partitions: [{ topic: 'events', partition: 0, leaderEpoch: 3, fetchOffset: 1024, flushedOffset: 1024, maxBytes: 1048576 }],
+    };
+    expectBytes(encodeReplicaFetchRequest(req), bytes);
+    expect(decodeRequestFrame(bytes)).toStrictEqual({ type: RequestType.ReplicaFetch, replicaFetch: req });
+  });
+
+  it('replica-fetch-response.hex (§6.3), whole and as head, partition header and message set sent apart', () => {
+    const bytes = loadHex('replica-fetch-response.hex');
+    expect(bytes.length).toBe(77);
+    const header = {
+      topic: 'events',
+      partition: 0,
+      errorCode: ErrorCode.None,
+      highWatermark: 1024,
+      logEndOffset: 1039,
+      logStartOffset: 0,
+      epoch: 3,
+      segmentStart: 0,
+    };
+    const response = { errorCode: ErrorCode.None, partitions: [{ ...header, messageSet: hello }] };
+    expectBytes(encodeReplicaFetchResponse(response), bytes);
+    const partHeader = encodeFetchedPartitionHeader(header, hello.length);
+    expectBytes(Buffer.concat([encodeReplicaFetchResponseHeader(1, partHeader.length + hello.length), partHeader, hello]), bytes);
+    expect(decodeResponse(bytes, decodeReplicaFetchResponse)).toStrictEqual({ errorCode: ErrorCode.None, value: response });
   });
 });

@@ -162,7 +162,7 @@ export const offsetsRequestArb: fc.Arbitrary<OffsetsRequest> = fc.record(
 
 export const produceAckRequestArb: fc.Arbitrary<ProduceAckRequest> = fc.record(
   {
-    acks: fc.constantFrom(AckLevel.Appended, AckLevel.Flushed),
+    acks: fc.constantFrom(AckLevel.Appended, AckLevel.Flushed, AckLevel.All),
     partitions: fc.array(partitionMessagesArb, { minLength: 1, maxLength: 4 }),
   },
   plain,

@@ -15,7 +15,6 @@ import {
   decodeProduceAckResponse,
   decodeRequest,
   encodeFetchRequest,
-  encodeMessageSet,
   encodeMetadataRequest,
   encodeMetadataResponse,
   encodeMultiFetchPart,
@@ -45,6 +44,7 @@ import {
   topicMetadataArb,
   unframe,
 } from './helpers.js';
+import { build, hostileCases, i16, i32, i64, I32, raw, set, topic, withField, type Field } from './field-layouts.js';
 
 const responseDecoders: Record<string, (body: Buffer, errorCode: number) => unknown> = {
   fetch: (b, code) => decodeFetchResponse(code, new Decoder(b)),
@@ -169,35 +169,7 @@ describe('truncated frames', () => {
   }, 30_000);
 });
 
-// ---- field by field: a layout per request and response, each field tagged with what it is ----
-
-type Kind = 'i16' | 'i32' | 'i64';
-interface Field {
-  readonly kind: Kind | 'raw';
-  readonly value: number | bigint | Buffer;
-  /** What the field is, which decides which hostile values it gets. */
-  readonly role?: 'strlen' | 'count' | 'size' | 'partition' | 'int64' | 'maxBytes' | 'maxOffsets' | 'maxWaitMs' | 'acks' | 'time';
-  readonly name: string;
-}
-
-const i16 = (name: string, value: number, role?: Field['role']): Field => ({ kind: 'i16', value, role, name });
-const i32 = (name: string, value: number, role?: Field['role']): Field => ({ kind: 'i32', value, role, name });
-const i64 = (name: string, value: number, role: Field['role'] = 'int64'): Field => ({ kind: 'i64', value: BigInt(value), role, name });
-const raw = (name: string, value: Buffer): Field => ({ kind: 'raw', value, name });
-const topic = (name: string, t: string): Field[] => [i16(`${name} length`, Buffer.byteLength(t), 'strlen'), raw(name, Buffer.from(t))];
-const set = encodeMessageSet([Buffer.from('hello'), Buffer.from('klog')]);
-
-function build(fields: readonly Field[]): Buffer {
-  const parts = fields.map((f) => {
-    if (f.kind === 'raw') return f.value as Buffer;
-    const b = Buffer.alloc(f.kind === 'i16' ? 2 : f.kind === 'i32' ? 4 : 8);
-    if (f.kind === 'i16') b.writeInt16BE(Number(f.value));
-    if (f.kind === 'i32') b.writeInt32BE(Number(f.value));
-    if (f.kind === 'i64') b.writeBigInt64BE(BigInt(f.value as number | bigint));
-    return b;
-  });
-  return Buffer.concat(parts);
-}
+// ---- field by field: a layout per request and response (test/field-layouts.ts) ----
 
 const fetchFields = (t: string, withWait: boolean): Field[] => [
   ...topic('topic', t),
@@ -266,77 +238,6 @@ const responseLayouts: Record<string, { fields: Field[]; errorCode: ErrorCodeVal
     decode: responseDecoders.metadata!,
   },
 };
-
-const I16 = { max: 0x7fff, min: -0x8000 };
-const I32 = { max: 0x7fffffff, min: -0x80000000 };
-const I64 = { max: 2n ** 63n - 1n, min: -(2n ** 63n) };
-
-/** Hostile values per role and the error code each must produce. */
-const hostile: Record<NonNullable<Field['role']>, [number | bigint, ErrorCodeValue][]> = {
-  strlen: [
-    [I16.max, ErrorCode.InvalidRequest],
-    [-1, ErrorCode.InvalidRequest],
-    [I16.min, ErrorCode.InvalidRequest],
-    [0, ErrorCode.InvalidTopic],
-  ],
-  count: [
-    [I16.max, ErrorCode.InvalidRequest],
-    [-1, ErrorCode.InvalidRequest],
-    [I16.min, ErrorCode.InvalidRequest],
-  ],
-  size: [
-    [I32.max, ErrorCode.InvalidRequest],
-    [-1, ErrorCode.InvalidRequest],
-    [I32.min, ErrorCode.InvalidRequest],
-  ],
-  partition: [
-    [-1, ErrorCode.WrongPartition],
-    [I32.min, ErrorCode.WrongPartition],
-  ],
-  maxBytes: [
-    [-1, ErrorCode.InvalidFetchSize],
-    [I32.min, ErrorCode.InvalidFetchSize],
-  ],
-  maxOffsets: [
-    [0, ErrorCode.InvalidRequest],
-    [-1, ErrorCode.InvalidRequest],
-    [I32.min, ErrorCode.InvalidRequest],
-  ],
-  maxWaitMs: [
-    [-1, ErrorCode.InvalidRequest],
-    [I32.min, ErrorCode.InvalidRequest],
-  ],
-  acks: [
-    [0, ErrorCode.InvalidRequest],
-    [3, ErrorCode.InvalidRequest],
-    [-1, ErrorCode.InvalidRequest],
-  ],
-  int64: [
-    [2n ** 53n, ErrorCode.InvalidRequest],
-    [-(2n ** 53n), ErrorCode.InvalidRequest],
-    [I64.max, ErrorCode.InvalidRequest],
-    [I64.min, ErrorCode.InvalidRequest],
-  ],
-  time: [
-    [-3, ErrorCode.InvalidRequest],
-    [2n ** 53n, ErrorCode.InvalidRequest],
-    [I64.max, ErrorCode.InvalidRequest],
-    [I64.min, ErrorCode.InvalidRequest],
-  ],
-};
-
-function withField(fields: readonly Field[], index: number, value: number | bigint): Field[] {
-  return fields.map((f, i) => (i === index ? { ...f, value } : f));
-}
-
-function hostileCases(fields: readonly Field[]): [string, Field[], ErrorCodeValue][] {
-  const cases: [string, Field[], ErrorCodeValue][] = [];
-  fields.forEach((f, i) => {
-    if (f.role === undefined) return;
-    for (const [value, code] of hostile[f.role]) cases.push([`${f.name} = ${value}`, withField(fields, i, value), code]);
-  });
-  return cases;
-}
 
 describe('hostile values in every length, count, size and number field', () => {
   for (const [name, fields] of Object.entries(requestLayouts)) {

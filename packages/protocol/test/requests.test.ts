@@ -350,13 +350,41 @@ describe('error codes', () => {
       UnknownTopic: 10,
       TooManyPartitions: 11,
       DiskFull: 12,
+      NotLeaderForPartition: 20,
+      LeaderNotAvailable: 21,
+      NotEnoughReplicas: 22,
+      NotEnoughReplicasAfterAppend: 23,
+      FencedLeaderEpoch: 24,
+      UnknownLeaderEpoch: 25,
+      StaleControllerEpoch: 26,
+      NotController: 27,
+      ReplicaLost: 28,
+      NotReplica: 29,
+      NotReplicatedTopic: 30,
+      StaleBrokerEpoch: 31,
     });
-    expect(RequestType).toStrictEqual({ Produce: 0, Fetch: 1, MultiFetch: 2, MultiProduce: 3, Offsets: 4, ProduceAck: 5, Metadata: 6 });
+    expect(RequestType).toStrictEqual({
+      Produce: 0,
+      Fetch: 1,
+      MultiFetch: 2,
+      MultiProduce: 3,
+      Offsets: 4,
+      ProduceAck: 5,
+      Metadata: 6,
+      LeaderAndIsr: 16,
+      StopReplica: 17,
+      ReplicaFetch: 18,
+      OffsetForLeaderEpoch: 19,
+      ControlledShutdown: 20,
+      TopicMetadata: 21,
+    });
   });
 
   it('have names, and unknown codes are named as such', () => {
     expect(errorCodeName(1)).toBe('OffsetOutOfRange');
     expect(errorCodeName(-1)).toBe('Unknown');
     expect(errorCodeName(42)).toBe('Unknown(42)');
+    expect(errorCodeName(20)).toBe('NotLeaderForPartition');
+    expect(errorCodeName(31)).toBe('StaleBrokerEpoch');
   });
 });

@@ -129,3 +129,35 @@ export function asStorageError(err: unknown, file: string): unknown {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   return code === 'ENOSPC' || code === 'EDQUOT' ? new DiskFullError(file, err) : err;
 }
+
+/**
+ * A replica log (docs/replication.md §8.1) cannot be created or opened in its directory: the
+ * directory holds a paper partition, a replica of another topic id, or something that is not a
+ * replica. Nothing in the directory is changed. A broker answers a LEADER_AND_ISR that meets it
+ * with ReplicaLost (docs/replication.md §7).
+ */
+export class ReplicaDirError extends Error {
+  override readonly name = 'ReplicaDirError';
+  /** Wire error code −1 (unknown server error); the broker maps it. */
+  readonly code = ErrorCode.Unknown;
+  constructor(
+    /** The partition's directory. */
+    readonly dir: string,
+    reason: string,
+  ) {
+    super(`replica directory ${dir}: ${reason}`);
+  }
+}
+
+/**
+ * A paper topic cannot be created under a name this broker holds replica logs of
+ * (docs/replication.md §3: one namespace for topic names). Nothing is created.
+ */
+export class ReplicatedTopicError extends Error {
+  override readonly name = 'ReplicatedTopicError';
+  /** Wire error code −1 (unknown server error); the broker maps it. */
+  readonly code = ErrorCode.Unknown;
+  constructor(readonly topic: string) {
+    super(`topic ${topic} is a replicated topic on this broker: it is not created as a paper topic`);
+  }
+}

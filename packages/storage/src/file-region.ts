@@ -31,6 +31,14 @@ export class FileRegion {
     return new FileRegion(undefined, offset, 0, 0);
   }
 
+  /**
+   * Start offset of the segment holding the bytes (`offset − position`): REPLICA_FETCH's
+   * `segmentStart` (docs/replication.md §6.3); `offset` itself for an empty region.
+   */
+  get segmentStart(): number {
+    return this.offset - this.position;
+  }
+
   /** The segment file's descriptor (read-only use), −1 for an empty region. Valid until `release()`. */
   readonly fd: number;
 

@@ -2,7 +2,8 @@
  * @klog/storage: klog's log on disk (docs/design.md §2). Segments named by byte offset, one log per
  * partition, flush by count or time with reads limited to the flushed end, retention by age
  * and size, recovery of the last segment after an unclean shutdown, and the read path that
- * sends segment bytes to sockets with sendfile(2) or a pooled read-and-write fallback (docs/design.md §3).
+ * sends segment bytes to sockets with sendfile(2) or a pooled read-and-write fallback (docs/design.md §3);
+ * replica logs of replicated topics with their follower operations (docs/replication.md §8).
  */
 export * from './buffer-pool.js';
 export * from './config.js';
@@ -18,3 +19,6 @@ export * from './log-dir-lock.js';
 export * from './flusher.js';
 export * from './sync-check.js';
 export * from './leader-epoch-checkpoint.js';
+export * from './replica-log.js';
+export * from './replica-metadata.js';
+export * from './replica-dirs.js';

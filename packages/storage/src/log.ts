@@ -9,16 +9,19 @@
  * Visibility: `append` writes synchronously to the file, but consumers see only
  * `[earliestOffset, visibleEnd)`, and `visibleEnd` advances only after fdatasync of everything
  * appended before the sync started. So a read never returns unflushed or torn bytes.
+ *
+ * The flush policy and the visible end live in log-flush.ts, the read arithmetic in log-read.ts.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type Logger, silentLogger } from '@klog/logger';
 import { checkLogConfig, defaultLogConfig, type LogConfig } from './config.js';
-import { asStorageError, LogClosedError, LogOffsetOutOfRangeError } from './errors.js';
+import { asStorageError, LogClosedError } from './errors.js';
 import { FileRegion } from './file-region.js';
-import { flushTurns } from './flusher.js';
+import { LogFlushState, type FlushEvent } from './log-flush.js';
+import { locateRead, offsetsBefore } from './log-read.js';
 import { recoverSegment } from './recovery.js';
-import { findSegmentIndex, SegmentList } from './segment-list.js';
+import { SegmentList } from './segment-list.js';
 import { parseSegmentFileName, Segment, segmentFileSuffix, syncDir } from './segment.js';
 
 /** How to open a {@link Log}. */
@@ -40,24 +43,8 @@ export interface AppendResult {
   readonly nextOffset: number;
 }
 
-/** What one flush did, for metrics (docs/design.md §2 flush; see {@link Log.onFlushDone}). */
-export interface FlushEvent {
-  readonly topic: string;
-  readonly partition: number;
-  /** Wall time of the flush in ms: fdatasync of every segment with unsynced bytes. */
-  readonly durationMs: number;
-  /** Segments that were fdatasync'd (0 when nothing was unflushed). */
-  readonly segmentsSynced: number;
-  /** `visibleEnd` after the flush. */
-  readonly visibleEnd: number;
-  /** The fdatasync error when the flush failed (`visibleEnd` did not move then). */
-  readonly error?: unknown;
-}
-
-/** Time value of {@link Log.offsetsBefore} asking for the latest offset (docs/design.md §3 OFFSETS). */
-export const latestTime = -1;
-/** Time value of {@link Log.offsetsBefore} asking for the earliest offset (docs/design.md §3 OFFSETS). */
-export const earliestTime = -2;
+export type { FlushEvent } from './log-flush.js';
+export { earliestTime, latestTime } from './log-read.js';
 
 const emptyBuffer = Buffer.alloc(0);
 
@@ -66,30 +53,19 @@ export class Log {
   /** Settings this log runs with. */
   readonly config: Readonly<LogConfig>;
   /** The segments, oldest first; copy-on-write, never empty. */
-  readonly #segments: SegmentList;
-  /** Flushed end offset: consumers see `[earliestOffset, visibleEnd)`. */
-  #visibleEnd: number;
-  /** Messages appended since the last flush started. */
-  #unflushedMessages = 0;
-  /** Fires `flushIntervalMs` after the first unflushed append (or a failed flush); unset when nothing waits. */
-  #flushTimer: NodeJS.Timeout | undefined;
-  /** Group commit: the flush asked for by an append while no flush ran, started after this turn's appends. */
-  #groupFlush: NodeJS.Immediate | undefined;
-  /** True while a flush's fdatasyncs run. */
-  #flushing = false;
-  /** A flush waiting behind the running one, not started yet; `flush()` calls join it. */
-  #queuedFlush: Promise<void> | undefined;
-  /** The last flush in the chain; flushes run one at a time. */
-  #flushTail: Promise<void> = Promise.resolve();
-  /** Called with the new `visibleEnd` after each advance. */
-  readonly #flushListeners = new Set<(visibleEnd: number) => void>();
-  /** Called after every flush, successful or not, with its timing. */
-  readonly #flushDoneListeners = new Set<(event: FlushEvent) => void>();
+  protected readonly segments: SegmentList;
+  /** Visible end, flush policy and flush chain. */
+  protected readonly flushState: LogFlushState;
+  protected readonly logger: Logger;
   /** Set by `close()`: no more appends or reads. */
   #closed = false;
-  readonly #logger: Logger;
+  /** Start offset of the segment a retention roll is creating, while it does (see `#rollAsync`). */
+  #rollingAt: number | undefined;
+  /** The last retention run; they run one at a time. */
+  #retentionTail: Promise<number> = Promise.resolve(0);
 
-  private constructor(
+  /** Use {@link Log.open} or {@link Log.create} (a subclass passes the segments it loaded). */
+  protected constructor(
     readonly topic: string,
     readonly partition: number,
     readonly dir: string,
@@ -98,9 +74,9 @@ export class Log {
     logger: Logger,
   ) {
     this.config = config;
-    this.#segments = new SegmentList(segments);
-    this.#visibleEnd = segments[segments.length - 1]!.end;
-    this.#logger = logger;
+    this.segments = new SegmentList(segments);
+    this.flushState = new LogFlushState(topic, partition, this.segments, config, logger, () => this.#closed);
+    this.logger = logger;
   }
 
   /**
@@ -111,9 +87,18 @@ export class Log {
    * @throws RangeError for a bad config; file system errors
    */
   static open(options: LogOptions): Log {
-    const { dir, topic, partition } = options;
     const config = checkLogConfig({ ...defaultLogConfig, ...options.config });
     const logger = options.logger ?? silentLogger;
+    return new Log(options.topic, options.partition, options.dir, Log.loadSegments(options, logger), config, logger);
+  }
+
+  /**
+   * The segments of the log in `options.dir`, oldest first, as {@link Log.open} describes (the
+   * directory and an empty segment 0 created when missing, the last one recovered on request).
+   * @throws file system errors (every segment opened so far is closed then)
+   */
+  protected static loadSegments(options: LogOptions, logger: Logger): Segment[] {
+    const { dir, topic, partition } = options;
     fs.mkdirSync(dir, { recursive: true });
     const segments: Segment[] = [];
     try {
@@ -144,7 +129,7 @@ export class Log {
       for (const s of segments) void s.close();
       throw err;
     }
-    return new Log(topic, partition, dir, segments, config, logger);
+    return segments;
   }
 
   /**
@@ -170,33 +155,33 @@ export class Log {
 
   /** Start offset of the first segment. */
   get earliestOffset(): number {
-    return this.#segments.view[0]!.start;
+    return this.segments.view[0]!.start;
   }
 
   /** End of everything appended, flushed or not. */
   get logEndOffset(): number {
-    const view = this.#segments.view;
+    const view = this.segments.view;
     return view[view.length - 1]!.end;
   }
 
   /** Flushed end: reads never return bytes at or past it. */
   get visibleEnd(): number {
-    return this.#visibleEnd;
+    return this.flushState.visibleEnd;
   }
 
   /** Number of segment files. */
   get segmentCount(): number {
-    return this.#segments.view.length;
+    return this.segments.view.length;
   }
 
   /** Total bytes of all segments. */
   get sizeInBytes(): number {
-    return this.#segments.view.reduce((sum, s) => sum + s.size, 0);
+    return this.segments.view.reduce((sum, s) => sum + s.size, 0);
   }
 
   /** Start offsets of the segments, oldest first (a snapshot). */
   segmentStarts(): number[] {
-    return this.#segments.view.map((s) => s.start);
+    return this.segments.view.map((s) => s.start);
   }
 
   /**
@@ -213,16 +198,13 @@ export class Log {
    */
   append(messageSet: Buffer, messageCount: number): AppendResult {
     if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
-    const view = this.#segments.view;
+    const view = this.segments.view;
     let active = view[view.length - 1]!;
     if (messageSet.length === 0) return { offset: active.end, nextOffset: active.end };
     if (active.size > 0 && active.size + messageSet.length > this.config.segmentBytes) active = this.#roll();
     const offset = active.end;
     active.append(messageSet);
-    this.#unflushedMessages += messageCount;
-    if (this.config.flushPolicy === 'group') this.#groupCommit();
-    else if (this.#unflushedMessages >= this.config.flushMessages) this.#flushInBackground();
-    else this.#armFlushTimer();
+    this.flushState.appended(messageCount);
     return { offset, nextOffset: active.end };
   }
 
@@ -231,24 +213,14 @@ export class Log {
    * unsynced bytes, then advance `visibleEnd` to the log end as it was when the sync started,
    * and tell the `onFlush` listeners. Flushes run one at a time; calls made while one runs
    * share the next one. At most `flush.threads` logs flush at once ({@link flushTurns}); a
-   * flush waiting for its turn takes its target when it gets it.
+   * flush waiting for its turn takes its target when it gets it. Whatever `flush.policy`,
+   * `flush.messages` and `flush.ms` say, a call flushes now: a follower flushes what each fetch
+   * brought this way (docs/replication.md §9.2).
+   * @returns `visibleEnd` once everything appended before the call is fdatasynced (the flushed end)
    * @throws the fdatasync error (`visibleEnd` stays; a retry is scheduled)
    */
-  flush(): Promise<void> {
-    if (this.#queuedFlush !== undefined) return this.#queuedFlush;
-    const run = this.#flushTail.then(async () => {
-      // The target is taken once a turn is had: appends made while waiting join this flush.
-      const done = await flushTurns.take();
-      this.#queuedFlush = undefined;
-      try {
-        await this.#syncOnce();
-      } finally {
-        done();
-      }
-    });
-    this.#queuedFlush = run;
-    this.#flushTail = run.catch(() => {});
-    return run;
+  flush(): Promise<number> {
+    return this.flushState.flush();
   }
 
   /**
@@ -257,58 +229,59 @@ export class Log {
    * @throws RangeError when `offset` is past `logEndOffset`; the flush error
    */
   async flushedThrough(offset: number): Promise<void> {
-    while (this.#visibleEnd < offset) {
+    while (this.flushState.visibleEnd < offset) {
       if (offset > this.logEndOffset) throw new RangeError(`offset ${offset} is past the log end ${this.logEndOffset} of ${this.topic}-${this.partition}`);
       await this.flush();
     }
   }
 
   /**
-   * Reads the message set bytes from `offset`: at most `maxBytes`, never past `visibleEnd`,
-   * never past the end of the segment that holds `offset` (a read that reaches a segment's end
-   * returns the rest of that segment, as Kafka 0.7 does). The result may end in a partial
-   * message; `offset` is not checked to be a message boundary. `offset === visibleEnd` gives
-   * an empty buffer (docs/design.md §3 FETCH).
+   * Reads the message set bytes from `offset`: at most `maxBytes`, never past `upTo` (by
+   * default `visibleEnd`), never past the end of the segment that holds `offset` (a read that
+   * reaches a segment's end returns the rest of that segment, as Kafka 0.7 does). The result may
+   * end in a partial message; `offset` is not checked to be a message boundary. `offset === upTo`
+   * gives an empty buffer (docs/design.md §3 FETCH).
    * @param maxBytes limit in bytes; 0 gives an empty buffer
-   * @throws LogOffsetOutOfRangeError when `offset` is outside `[earliestOffset, visibleEnd]`;
-   *   RangeError for a negative or non-integer `maxBytes`; LogClosedError after `close()`
+   * @param upTo the end of what may be read (docs/replication.md §8.3): `visibleEnd` for the
+   *   paper's consumers, the high watermark for a replicated partition's, `logEndOffset` (or the
+   *   start of a later epoch) for a follower's fetch; at most `logEndOffset`
+   * @throws LogOffsetOutOfRangeError when `offset` is outside `[earliestOffset, upTo]` (its `end`
+   *   is `upTo`); RangeError for a negative or non-integer `maxBytes`, or an `upTo` that is not an
+   *   integer or is past `logEndOffset`; LogClosedError after `close()`
    */
-  read(offset: number, maxBytes: number): Buffer {
-    const range = this.#locate(offset, maxBytes);
+  read(offset: number, maxBytes: number, upTo?: number): Buffer {
+    const range = this.#locate(offset, maxBytes, upTo);
     return range === undefined ? emptyBuffer : range.segment.read(offset - range.segment.start, range.length);
   }
 
-  /**
-   * The segment holding `offset` and how many bytes from there a read may return (docs/design.md §3
-   * FETCH); undefined when there is nothing to read.
-   */
-  #locate(offset: number, maxBytes: number): { segment: Segment; length: number } | undefined {
+  /** The segment holding `offset` and how many bytes from there a read up to `upTo` may return (see `locateRead`). */
+  #locate(offset: number, maxBytes: number, upTo: number | undefined): { segment: Segment; length: number } | undefined {
     if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
-    const view = this.#segments.view;
-    const end = this.#visibleEnd;
-    const earliest = view[0]!.start;
-    if (!Number.isSafeInteger(offset) || offset < earliest || offset > end) {
-      throw new LogOffsetOutOfRangeError(this.topic, this.partition, offset, earliest, end);
+    const view = this.segments.view;
+    let end = this.flushState.visibleEnd;
+    if (upTo !== undefined) {
+      const logEnd = view[view.length - 1]!.end;
+      if (!Number.isSafeInteger(upTo) || upTo > logEnd) throw new RangeError(`upTo must be an integer at most the log end ${logEnd} of ${this.topic}-${this.partition}, got ${upTo}`);
+      end = upTo;
     }
-    if (offset === end || maxBytes === 0) return undefined;
-    const segment = view[findSegmentIndex(view, offset)]!;
-    const length = Math.min(maxBytes, Math.min(segment.end, end) - offset);
-    return length > 0 ? { segment, length } : undefined; // length <= 0 only in a gap between segments, see open()
+    return locateRead(view, offset, maxBytes, end, this.topic, this.partition);
   }
 
   /**
    * The same bytes as {@link Log.read}, as a pinned range of the segment file instead of a copy,
    * for sending with sendfile(2) or the read-and-write fallback (docs/design.md §3, the read path). The
    * region's segment cannot be closed until the region is released, even when retention deletes
-   * it; the caller must call `release()` exactly once, also on error paths.
+   * it; the caller must call `release()` exactly once, also on error paths. The region's
+   * `segmentStart` is the start offset of the segment holding the bytes (REPLICA_FETCH's
+   * `segmentStart`, docs/replication.md §6.3).
    * @param maxBytes limit in bytes; 0 gives an empty region
-   * @returns a region of `min(maxBytes, rest of the segment, visibleEnd − offset)` bytes; an
-   *   empty region (nothing pinned) at the visible end
+   * @param upTo the end of what may be read, by default `visibleEnd`: see {@link Log.read}
+   * @returns a region of `min(maxBytes, rest of the segment, upTo − offset)` bytes; an empty
+   *   region (nothing pinned) at `upTo`
    * @throws the same errors as {@link Log.read}
    */
-  readRange(offset: number, maxBytes: number): FileRegion {
-    const range = this.#locate(offset, maxBytes);
+  readRange(offset: number, maxBytes: number, upTo?: number): FileRegion {
+    const range = this.#locate(offset, maxBytes, upTo);
     if (range === undefined) return FileRegion.empty(offset);
     range.segment.pin();
     return new FileRegion(range.segment, offset, offset - range.segment.start, range.length);
@@ -325,18 +298,7 @@ export class Log {
    *   (empty when no candidate is old enough)
    */
   offsetsBefore(time: number, maxOffsets: number): number[] {
-    const view = this.#segments.view;
-    const end = this.#visibleEnd;
-    const candidates: { offset: number; time: number }[] = [];
-    for (const s of view) if (s.start <= end) candidates.push({ offset: s.start, time: s.lastModifiedMs });
-    if (end > candidates[candidates.length - 1]!.offset) candidates.push({ offset: end, time: Date.now() });
-    let i: number;
-    if (time === latestTime) i = candidates.length - 1;
-    else if (time === earliestTime) i = 0;
-    else for (i = candidates.length - 1; i >= 0 && candidates[i]!.time > time; i--);
-    const out: number[] = [];
-    for (; i >= 0 && out.length < maxOffsets; i--) out.push(candidates[i]!.offset);
-    return out;
+    return offsetsBefore(this.segments.view, this.flushState.visibleEnd, time, maxOffsets);
   }
 
   /**
@@ -345,8 +307,7 @@ export class Log {
    * @returns a function that unsubscribes
    */
   onFlush(listener: (visibleEnd: number) => void): () => void {
-    this.#flushListeners.add(listener);
-    return () => this.#flushListeners.delete(listener);
+    return this.flushState.onFlush(listener);
   }
 
   /**
@@ -355,8 +316,7 @@ export class Log {
    * @returns a function that unsubscribes
    */
   onFlushDone(listener: (event: FlushEvent) => void): () => void {
-    this.#flushDoneListeners.add(listener);
-    return () => this.#flushDoneListeners.delete(listener);
+    return this.flushState.onFlushDone(listener);
   }
 
   /**
@@ -370,30 +330,40 @@ export class Log {
    * @param now ms since the epoch
    * @returns the number of segments deleted
    */
-  async deleteOldSegments(now: number): Promise<number> {
+  deleteOldSegments(now: number): Promise<number> {
+    const run = this.#retentionTail.then(() => this.#deleteOldSegments(now));
+    this.#retentionTail = run.catch(() => 0);
+    return run;
+  }
+
+  /** One retention run (they run one at a time): see {@link Log.deleteOldSegments}. */
+  async #deleteOldSegments(now: number): Promise<number> {
     if (this.#closed) return 0;
     const { retentionMs, retentionBytes } = this.config;
-    const visibleEnd = this.#visibleEnd;
-    let view = this.#segments.view;
-    let count = 0;
-    while (count < view.length && now - view[count]!.lastModifiedMs > retentionMs && view[count]!.end <= visibleEnd) count++;
-    if (count === view.length) {
-      if (view[count - 1]!.size > 0) {
-        this.#roll();
-        view = this.#segments.view;
-      } else {
-        count--;
-      }
+    const aged = (view: readonly Segment[], visibleEnd: number): number => {
+      let n = 0;
+      while (n < view.length && now - view[n]!.lastModifiedMs > retentionMs && view[n]!.end <= visibleEnd) n++;
+      return n;
+    };
+    let view = this.segments.view;
+    let count = aged(view, this.flushState.visibleEnd);
+    if (count === view.length && view[count - 1]!.size > 0) {
+      await this.#rollAsync();
+      if (this.#closed) return 0;
+      view = this.segments.view;
+      count = aged(view, this.flushState.visibleEnd);
     }
+    if (count === view.length) count--; // the last segment stays: empty, or appended to while the roll ran
+    const visibleEnd = this.flushState.visibleEnd;
     if (retentionBytes >= 0) {
       let total = 0;
       for (let i = count; i < view.length; i++) total += view[i]!.size;
       while (count < view.length - 1 && total > retentionBytes && view[count]!.end <= visibleEnd) total -= view[count++]!.size;
     }
     if (count === 0) return 0;
-    const dropped = this.#segments.dropFront(count);
+    const dropped = this.segments.dropFront(count);
     for (const s of dropped) {
-      this.#logger.info({ topic: this.topic, partition: this.partition, segment: path.basename(s.file), bytes: s.size, lastModifiedMs: s.lastModifiedMs }, 'retention deleting segment');
+      this.logger.info({ topic: this.topic, partition: this.partition, segment: path.basename(s.file), bytes: s.size, lastModifiedMs: s.lastModifiedMs }, 'retention deleting segment');
     }
     await Promise.all(dropped.map((s) => s.delete()));
     return count;
@@ -407,120 +377,87 @@ export class Log {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#clearFlushTimer();
-    if (this.#groupFlush !== undefined) clearImmediate(this.#groupFlush);
-    this.#groupFlush = undefined;
+    this.flushState.stopTimers();
     try {
       await this.flush();
     } finally {
-      await Promise.all(this.#segments.view.map((s) => s.close()));
-      this.#flushListeners.clear();
-      this.#flushDoneListeners.clear();
+      await Promise.all(this.segments.view.map((s) => s.close()));
+      this.flushState.clearListeners();
     }
   }
 
+  /** True once `close()` has been called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /**
-   * Starts a new empty segment at the log end and makes it the active one; the previous one is
-   * retired (its descriptor closes once it is synced and unread). The new file's directory entry
-   * is fsynced by its first flush (see `Segment.sync`).
+   * Makes `segment` (new, empty, starting at the log end) the active one; the previous one is
+   * retired (its descriptor closes once it is synced and unread).
+   */
+  protected installSegment(segment: Segment): void {
+    const view = this.segments.view;
+    const previous = view[view.length - 1]!;
+    this.segments.append(segment);
+    previous.retire();
+    this.logger.debug({ topic: this.topic, partition: this.partition, segment: path.basename(segment.file) }, 'rolled new segment');
+  }
+
+  /**
+   * Starts a new empty segment at the log end and makes it the active one (an append that would
+   * pass `segmentBytes`). The new file's directory entry is fsynced by its first flush (see
+   * `Segment.sync`). When a retention roll is creating the file of that name, this one opens it
+   * instead of failing on it (see `#rollAsync`).
    */
   #roll(): Segment {
-    const view = this.#segments.view;
-    const previous = view[view.length - 1]!;
-    const segment = Segment.create(this.dir, this.logEndOffset);
-    this.#segments.append(segment);
-    previous.retire();
-    this.#logger.debug({ topic: this.topic, partition: this.partition, segment: path.basename(segment.file) }, 'rolled new segment');
+    const start = this.logEndOffset;
+    const segment = Segment.create(this.dir, start, this.#rollingAt !== start);
+    this.installSegment(segment);
     return segment;
   }
 
   /**
-   * Group commit (docs/design.md §10): makes sure a flush will cover the bytes just appended.
-   * A flush already queued covers them; with one running, the next is queued behind it (and
-   * starts the moment it ends); with none, one starts after the appends of this turn.
+   * Retention's roll (docs/design.md §2) without blocking the event loop (docs/architecture.md:
+   * file work off the request path): creates and opens the segment named by the log end, fsyncs
+   * the directory, and makes it active, unless an append came meanwhile. Then the log has moved
+   * on: the file is either the one that append rolled to (it is kept) or names no segment (it is
+   * removed, and the directory fsynced).
+   * @returns true when the roll happened
    */
-  #groupCommit(): void {
-    if (this.#queuedFlush !== undefined || this.#groupFlush !== undefined) return;
-    if (this.#flushing) {
-      this.#flushInBackground();
-      return;
-    }
-    this.#groupFlush = setImmediate(() => {
-      this.#groupFlush = undefined;
-      this.#flushInBackground();
-    });
-  }
-
-  /** One flush: see `flush()`. */
-  async #syncOnce(): Promise<void> {
-    this.#clearFlushTimer();
-    if (this.#groupFlush !== undefined) {
-      clearImmediate(this.#groupFlush);
-      this.#groupFlush = undefined;
-    }
-    this.#unflushedMessages = 0;
-    const view = this.#segments.view;
-    const target = view[view.length - 1]!.end;
-    if (target <= this.#visibleEnd) return; // a clean log: nothing to sync, nothing to tell
-    const started = performance.now();
-    const unsynced = view.filter((s) => s.syncedBytes < s.size);
-    this.#flushing = true;
+  async #rollAsync(): Promise<boolean> {
+    const view = this.segments.view;
+    const previous = view[view.length - 1]!;
+    const start = previous.end;
+    let segment: Segment | undefined;
+    this.#rollingAt = start;
     try {
-      await Promise.all(unsynced.map((s) => s.sync()));
+      segment = await Segment.createAsync(this.dir, start, { open: true });
+      await syncDir(this.dir);
     } catch (err) {
-      this.#flushing = false;
-      if (!this.#closed) this.#armFlushTimer();
-      this.#flushDone(started, unsynced.length, err);
+      if (segment === undefined && this.segments.view.at(-1)!.start === start) return false; // an append's roll made it first
+      if (segment !== undefined) await this.#dropRolledFile(segment);
       throw err;
+    } finally {
+      this.#rollingAt = undefined;
     }
-    this.#flushing = false;
-    const advanced = target > this.#visibleEnd;
-    if (advanced) this.#visibleEnd = target;
-    this.#flushDone(started, unsynced.length, undefined);
-    if (!advanced) return;
-    for (const listener of this.#flushListeners) {
-      try {
-        listener(target);
-      } catch (err) {
-        this.#logger.error({ topic: this.topic, partition: this.partition, err }, 'flush listener threw');
-      }
+    const active = this.segments.view.at(-1)!;
+    if (active.file === segment.file) {
+      await segment.close(); // an append rolled to the same file meanwhile and holds it
+      return false;
     }
-  }
-
-  #flushDone(started: number, segmentsSynced: number, error: unknown): void {
-    if (this.#flushDoneListeners.size === 0) return;
-    const event: FlushEvent = {
-      topic: this.topic,
-      partition: this.partition,
-      durationMs: performance.now() - started,
-      segmentsSynced,
-      visibleEnd: this.#visibleEnd,
-      ...(error !== undefined ? { error } : {}),
-    };
-    for (const listener of this.#flushDoneListeners) {
-      try {
-        listener(event);
-      } catch (err) {
-        this.#logger.error({ topic: this.topic, partition: this.partition, err }, 'flush-done listener threw');
-      }
+    if (this.#closed || active !== previous || previous.end !== start) {
+      await this.#dropRolledFile(segment);
+      return false;
     }
+    this.installSegment(segment);
+    return true;
   }
 
-  #flushInBackground(): void {
-    this.flush().catch((err: unknown) => this.#logger.error({ topic: this.topic, partition: this.partition, err }, 'flush failed'));
-  }
-
-  #armFlushTimer(): void {
-    if (this.#flushTimer !== undefined) return;
-    this.#flushTimer = setTimeout(() => {
-      this.#flushTimer = undefined;
-      this.#flushInBackground();
-    }, this.config.flushIntervalMs);
-  }
-
-  #clearFlushTimer(): void {
-    if (this.#flushTimer === undefined) return;
-    clearTimeout(this.#flushTimer);
-    this.#flushTimer = undefined;
+  /** Closes and removes a segment file a roll made but did not install, unless the log holds that file. */
+  async #dropRolledFile(segment: Segment): Promise<void> {
+    await segment.close();
+    if (this.segments.view.some((s) => s.file === segment.file)) return;
+    await fs.promises.rm(segment.file, { force: true });
+    await syncDir(this.dir);
   }
 }

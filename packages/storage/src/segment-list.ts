@@ -33,6 +33,25 @@ export class SegmentList {
     this.#view = Object.freeze(this.#view.slice(count));
     return dropped;
   }
+
+  /**
+   * Removes every segment after the first `keep` (a follower's truncation, docs/replication.md
+   * §8.3) and returns them, oldest first.
+   * @throws RangeError when `keep` would leave no segment
+   */
+  dropBack(keep: number): Segment[] {
+    if (keep < 1) throw new RangeError(`cannot keep ${keep} segments: a log keeps one`);
+    const dropped = this.#view.slice(keep);
+    this.#view = Object.freeze(this.#view.slice(0, keep));
+    return dropped;
+  }
+
+  /** Replaces every segment by `segment` (a follower starting over, `truncateFullyAndStartAt`) and returns the old ones. */
+  replaceAll(segment: Segment): Segment[] {
+    const dropped = [...this.#view];
+    this.#view = Object.freeze([segment]);
+    return dropped;
+  }
 }
 
 /**

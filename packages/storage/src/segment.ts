@@ -103,13 +103,15 @@ export class Segment {
   /**
    * Creates the empty segment `dir/<start>.kafka` (a roll). Its directory entry is fsynced by
    * the segment's first `sync()`, before any of its bytes count as flushed.
-   * @throws DiskFullError when there is no space for it; other errors when the file exists or cannot be created
+   * @param exclusive false to open an empty file of that name that another roll is creating
+   * @throws DiskFullError when there is no space for it; other errors when the file exists (and
+   *   `exclusive`) or cannot be created
    */
-  static create(dir: string, start: number): Segment {
+  static create(dir: string, start: number, exclusive = true): Segment {
     const file = path.join(dir, segmentFileName(start));
     let fd: number;
     try {
-      fd = fs.openSync(file, 'wx+');
+      fd = fs.openSync(file, exclusive ? 'wx+' : 'w+');
     } catch (err) {
       throw asStorageError(err, file);
     }
@@ -120,22 +122,32 @@ export class Segment {
 
   /**
    * Creates the empty segment `dir/<start>.kafka` without blocking the event loop (a new
-   * partition), closed until first used; the caller fsyncs `dir` (see {@link syncDir}).
+   * partition, a roll by retention or by a follower), closed until first used unless
+   * `options.open` is true (then its descriptor is opened here, asynchronously, for the appends
+   * that follow). The caller fsyncs `dir` (see {@link syncDir}).
    * @throws DiskFullError when there is no space for it; other errors when the file exists or cannot be created
    */
-  static async createAsync(dir: string, start: number): Promise<Segment> {
+  static async createAsync(dir: string, start: number, options: { open?: boolean } = {}): Promise<Segment> {
     const file = path.join(dir, segmentFileName(start));
+    let fd: number | undefined;
     try {
-      await fs.promises.writeFile(file, emptyFile, { flag: 'wx' });
+      if (options.open === true) fd = await openFd(file, 'wx+');
+      else await fs.promises.writeFile(file, emptyFile, { flag: 'wx' });
     } catch (err) {
       throw asStorageError(err, file);
     }
-    return new Segment(start, file, undefined, 0, Date.now());
+    return new Segment(start, file, fd, 0, Date.now());
   }
 
   /** The existing segment file `file` whose first byte is log offset `start`; not opened until used. */
   static open(file: string, start: number): Segment {
     const stat = fs.statSync(file);
+    return new Segment(start, file, undefined, stat.size, stat.mtimeMs);
+  }
+
+  /** {@link Segment.open} without blocking the event loop (a stat on libuv's pool). */
+  static async openAsync(file: string, start: number): Promise<Segment> {
+    const stat = await fs.promises.stat(file);
     return new Segment(start, file, undefined, stat.size, stat.mtimeMs);
   }
 
@@ -149,6 +161,23 @@ export class Segment {
     if (this.#closed) throw new LogClosedError(`segment ${this.file}`);
     this.#fd = fs.openSync(this.file, 'r+');
     return this.#fd;
+  }
+
+  /**
+   * The file's descriptor, opening the file without blocking the event loop when it is not open.
+   * Same validity as {@link Segment.fd}.
+   * @throws LogClosedError when the segment is closed; open errors
+   */
+  async openFd(): Promise<number> {
+    if (this.#fd !== undefined) return this.#fd;
+    if (this.#closed) throw new LogClosedError(`segment ${this.file}`);
+    const fd = await openFd(this.file, 'r+');
+    if (this.#fd !== undefined || this.#closed) {
+      await closeFd(fd); // opened meanwhile (by a synchronous use), or closed: keep one descriptor
+      return this.fd;
+    }
+    this.#fd = fd;
+    return fd;
   }
 
   /** True while the file has an open descriptor. */
@@ -199,6 +228,11 @@ export class Segment {
     this.releaseFd();
   }
 
+  /** Makes the segment the one appended to again (a truncation cut the log back into it). */
+  activate(): void {
+    this.#active = true;
+  }
+
   /**
    * Closes the descriptor now if nothing uses it (no pin, no sync in flight, every byte synced);
    * the next use opens the file again. Does nothing otherwise.
@@ -228,6 +262,26 @@ export class Segment {
       } catch {
         // The write error below is the one worth reporting.
       }
+      throw asStorageError(err, this.file);
+    }
+    this.size = before + done;
+    this.lastModifiedMs = Date.now();
+  }
+
+  /**
+   * {@link Segment.append} without blocking the event loop: a positional write on libuv's pool.
+   * The caller runs one at a time per segment (`size` moves only once the write is done).
+   * @throws DiskFullError for ENOSPC/EDQUOT, else the write error, after cutting the file back to
+   *   its size before the write so no torn entry stays on disk.
+   */
+  async appendAsync(bytes: Buffer): Promise<void> {
+    const before = this.size;
+    const fd = await this.openFd();
+    let done = 0;
+    try {
+      while (done < bytes.length) done += await writeFd(fd, bytes, done, bytes.length - done, before + done);
+    } catch (err) {
+      await truncateFd(fd, before).catch(() => {}); // the write error below is the one worth reporting
       throw asStorageError(err, this.file);
     }
     this.size = before + done;
@@ -286,8 +340,32 @@ export class Segment {
     } finally {
       this.#syncs.delete(p);
     }
-    if (covered > this.syncedBytes) this.syncedBytes = covered;
+    if (covered > this.syncedBytes) this.syncedBytes = Math.min(covered, this.size); // a truncation meanwhile cut it
     if (!this.#active) this.releaseFd();
+  }
+
+  /**
+   * Cuts the file to `bytes` bytes and fsyncs it without blocking the event loop (a follower's
+   * truncation, docs/replication.md §8.3). `size` and `syncedBytes` are `bytes` from the call on.
+   * @throws the ftruncate or fsync error
+   */
+  async truncateAsync(bytes: number): Promise<void> {
+    this.cutSize(bytes);
+    const fd = await this.openFd();
+    await truncateFd(fd, bytes);
+    await new Promise<void>((resolve, reject) => fs.fsync(fd, (err) => (err ? reject(err) : resolve())));
+    this.size = bytes;
+    this.syncedBytes = bytes;
+    this.lastModifiedMs = Date.now();
+  }
+
+  /**
+   * Lowers `size` (and `syncedBytes`) to `bytes` in memory, before {@link Segment.truncateAsync}
+   * cuts the file: from then on the log ends there for appends, reads and flushes.
+   */
+  cutSize(bytes: number): void {
+    this.size = Math.min(this.size, bytes);
+    this.syncedBytes = Math.min(this.syncedBytes, bytes);
   }
 
   /** Cuts the file to `bytes` bytes and fsyncs it (used by recovery). */
@@ -311,7 +389,7 @@ export class Segment {
       if (this.#pins > 0) await new Promise<void>((resolve) => (this.#unpinned = resolve));
       const fd = this.#fd;
       this.#fd = undefined;
-      if (fd !== undefined) fs.closeSync(fd);
+      if (fd !== undefined) await closeFd(fd);
     })();
     return this.#closing;
   }
@@ -329,4 +407,24 @@ export class Segment {
     if (this.#pins === 0) await closing;
     else closing.catch(() => {});
   }
+}
+
+/** open(2) on libuv's pool: the descriptor of `file`. */
+function openFd(file: string, flags: string): Promise<number> {
+  return new Promise((resolve, reject) => fs.open(file, flags, (err, fd) => (err ? reject(err) : resolve(fd))));
+}
+
+/** close(2) on libuv's pool. */
+function closeFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.close(fd, (err) => (err ? reject(err) : resolve())));
+}
+
+/** pwrite(2) on libuv's pool: the bytes written. */
+function writeFd(fd: number, bytes: Buffer, offset: number, length: number, position: number): Promise<number> {
+  return new Promise((resolve, reject) => fs.write(fd, bytes, offset, length, position, (err, n) => (err ? reject(err) : resolve(n))));
+}
+
+/** ftruncate(2) on libuv's pool. */
+function truncateFd(fd: number, bytes: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.ftruncate(fd, bytes, (err) => (err ? reject(err) : resolve())));
 }

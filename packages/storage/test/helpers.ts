@@ -1,4 +1,5 @@
-import * as fs from 'node:fs';
+import fsDefault, * as fs from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { encodeMessageSet, iterateMessageSet } from '@klog/protocol';
@@ -40,4 +41,37 @@ export function recordingLogger(): Logger & { entries: { level: string; obj: obj
 /** Segment file names in `dir`, sorted. */
 export function segmentFiles(dir: string): string[] {
   return fs.readdirSync(dir).filter((n) => n.endsWith('.kafka')).sort();
+}
+
+/** The synchronous file calls that do file work on the caller's thread (a close of an idle descriptor aside). */
+const syncFileCalls = [
+  'openSync', 'mkdirSync', 'readdirSync', 'statSync', 'lstatSync', 'fstatSync', 'writeSync', 'writeFileSync', 'readSync', 'readFileSync',
+  'ftruncateSync', 'truncateSync', 'fsyncSync', 'fdatasyncSync', 'renameSync', 'rmSync', 'rmdirSync', 'unlinkSync', 'existsSync', 'accessSync',
+] as const;
+
+/**
+ * Runs `fn` while counting calls to the synchronous file functions of node:fs (the real ones
+ * still run), seen by every module that imported node:fs (`syncBuiltinESMExports`).
+ * @returns the names called during `fn`, in order
+ */
+export async function syncFileCallsDuring(fn: () => Promise<unknown>): Promise<string[]> {
+  const calls: string[] = [];
+  const fsObject = fsDefault as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const saved = new Map<string, (...args: unknown[]) => unknown>();
+  for (const name of syncFileCalls) {
+    const original = fsObject[name]!;
+    saved.set(name, original);
+    fsObject[name] = (...args: unknown[]) => {
+      calls.push(name);
+      return original.apply(fsDefault, args);
+    };
+  }
+  syncBuiltinESMExports();
+  try {
+    await fn();
+  } finally {
+    for (const [name, original] of saved) fsObject[name] = original;
+    syncBuiltinESMExports();
+  }
+  return calls;
 }

@@ -10,9 +10,15 @@
  *
  * Both are registered through {@link ZkClient.registerEphemeral}, so a broker whose session
  * expires is registered again on its new session.
+ *
+ * Replicated topics share `/brokers/topics` (docs/replication.md §3, "Paper readers"): their node
+ * holds a topic definition and their only child is `partitions`, never a broker id. The readers
+ * here are the paper's: they read the topic node's data first and skip a replicated topic
+ * (replicated-topics.ts reads it), and {@link BrokerRegistry.registerTopic} refuses to register
+ * a paper topic under a replicated topic's name.
  */
 import { hostname } from 'node:os';
-import { BrokerIdInUseError, ZkError, ZkNodeExistsError } from './errors.js';
+import { BrokerIdInUseError, TopicIsReplicatedError, ZkError, ZkNodeExistsError } from './errors.js';
 import type { Logger } from '@klog/logger';
 import {
   brokerIdPath,
@@ -21,10 +27,11 @@ import {
   brokerTopicPath,
   brokerTopicsPath,
   checkBrokerId,
-  checkTopic,
   parseBrokerId,
+  topicPartitionsNodeName,
   type BrokerPartition,
 } from './paths.js';
+import { holdsTopicDefinition } from './replicated-values.js';
 import type { ZkClient, ZkWatch } from './zk-client.js';
 
 /** A live broker as registered in `/brokers/ids/<id>`. */
@@ -37,6 +44,16 @@ export interface BrokerInfo {
   readonly port: number;
   /** Who registered it: `<hostname>-<epoch ms>` by default. */
   readonly creatorId: string;
+}
+
+/** A live broker with its broker epoch (docs/replication.md §2). */
+export interface RegisteredBroker extends BrokerInfo {
+  /**
+   * The `czxid` of its `/brokers/ids/<id>` node: a new, larger value each time the broker
+   * registers (after a restart or a session expiry). The controller tells a broker that came back
+   * from one that stayed by it (§5.2).
+   */
+  readonly brokerEpoch: number;
 }
 
 /** How many partitions of a topic one broker holds (`/brokers/topics/<topic>/<brokerId>`). */
@@ -141,14 +158,31 @@ export class BrokerRegistry {
   }
 
   /**
-   * Registers that broker `brokerId` holds `partitions` partitions of `topic`: ephemeral
-   * `/brokers/topics/<topic>/<brokerId>` = decimal count, re-created after session expiry;
-   * registering again updates the count. Throws {@link ZkNodeExistsError} when another
-   * session holds the node, {@link InvalidNameError} for a bad topic or id.
+   * Registers that broker `brokerId` holds `partitions` partitions of the paper topic `topic`:
+   * ephemeral `/brokers/topics/<topic>/<brokerId>` = decimal count, re-created after session
+   * expiry; registering again updates the count. The topic node is created (empty) first and
+   * read: a node that holds a topic definition is a replicated topic's, and nothing is
+   * registered. Once the empty node exists, no replicated topic can take the name (its create
+   * fails), so the check has no window (docs/replication.md §3). While ZooKeeper is unreachable
+   * the check is skipped (logged) and the registration kept, to be written once ZooKeeper is back,
+   * as every registration is.
+   * Throws {@link TopicIsReplicatedError} for a replicated topic's name,
+   * {@link ZkNodeExistsError} when another session holds the node, {@link InvalidNameError} for
+   * a bad topic or id.
    */
   async registerTopic(topic: string, brokerId: number, partitions: number): Promise<void> {
     if (!Number.isInteger(partitions) || partitions < 1 || partitions > 0x7fffffff) {
       throw new ZkError(`invalid partition count ${partitions} for topic ${topic}: must be a positive int32`);
+    }
+    const topicPath = brokerTopicPath(topic);
+    try {
+      await this.zk.mkdirp(topicPath);
+      const node = await this.zk.getData(topicPath);
+      if (node !== undefined && holdsTopicDefinition(node.data)) throw new TopicIsReplicatedError(topic, topicPath);
+    } catch (error) {
+      // ZooKeeper unreachable: the registration still converges once it is back (ephemerals.ts).
+      if (!(error instanceof ZkError) || !error.retriable) throw error;
+      this.logger.warn({ topic, err: error }, 'could not check that the topic is no replicated topic (ZooKeeper unreachable); registering it anyway');
     }
     await this.zk.registerEphemeral(brokerTopicBrokerPath(topic, brokerId), String(partitions));
   }
@@ -168,6 +202,28 @@ export class BrokerRegistry {
     return info;
   }
 
+  /** The broker epoch of a live broker (the `czxid` of `/brokers/ids/<id>`); undefined when it is not registered. */
+  async getBrokerEpoch(id: number): Promise<number | undefined> {
+    return (await this.zk.exists(brokerIdPath(id)))?.czxid;
+  }
+
+  /**
+   * Every live broker with its broker epoch, by ascending id (a broker that goes while it is
+   * read is left out; an unreadable registration is skipped with a warning).
+   */
+  async listRegisteredBrokers(): Promise<RegisteredBroker[]> {
+    const out: RegisteredBroker[] = [];
+    for (const id of await this.listBrokerIds()) {
+      const node = await this.zk.getData(brokerIdPath(id));
+      if (node === undefined) continue;
+      const value = node.data.toString('utf8');
+      const info = decodeBrokerInfo(id, value);
+      if (info === undefined) this.logger.warn({ brokerId: id, value }, 'ignoring unreadable broker registration');
+      else out.push({ ...info, brokerEpoch: node.stat.czxid });
+    }
+    return out;
+  }
+
   /** Ids of the live brokers, ascending. Child names that are not ids are skipped. */
   async listBrokerIds(): Promise<number[]> {
     return this.parseIds(await this.zk.getChildren(brokerIdsPath()));
@@ -183,17 +239,35 @@ export class BrokerRegistry {
     return out;
   }
 
-  /** Names of every topic ever registered (a topic whose brokers are all gone stays listed), sorted. */
+  /**
+   * Names of every paper topic ever registered (a topic whose brokers are all gone stays
+   * listed), sorted. Replicated topics are left out (ReplicatedTopicRegistry.listTopics lists
+   * them); telling them apart reads each topic node.
+   */
   async listTopics(): Promise<string[]> {
-    return this.zk.getChildren(brokerTopicsPath());
+    const out: string[] = [];
+    for (const topic of await this.zk.getChildren(brokerTopicsPath())) {
+      let node;
+      try {
+        node = await this.zk.getData(brokerTopicPath(topic));
+      } catch (error) {
+        this.logger.warn({ topic, err: error }, 'ignoring an unreadable /brokers/topics child');
+        continue;
+      }
+      if (node !== undefined && !holdsTopicDefinition(node.data)) out.push(topic);
+    }
+    return out;
   }
 
   /**
-   * The live brokers holding `topic` and their partition counts, by ascending broker id.
-   * Empty when no live broker holds it. Unreadable counts are skipped with a warning.
+   * The live brokers holding the paper topic `topic` and their partition counts, by ascending
+   * broker id. Empty when no live broker holds it, and for a replicated topic (its node holds a
+   * definition: read it with ReplicatedTopicRegistry). Unreadable counts are skipped with a
+   * warning.
    */
   async topicPartitions(topic: string): Promise<TopicBrokerPartitions[]> {
-    checkTopic(topic);
+    const topicNode = await this.zk.getData(brokerTopicPath(topic));
+    if (topicNode === undefined || holdsTopicDefinition(topicNode.data)) return [];
     const out: TopicBrokerPartitions[] = [];
     for (const brokerId of this.parseIds(await this.zk.getChildren(brokerTopicPath(topic)))) {
       const node = await this.zk.getData(brokerTopicBrokerPath(topic, brokerId));
@@ -227,14 +301,21 @@ export class BrokerRegistry {
     return this.zk.watchChildren(brokerIdsPath(), (children) => callback(this.parseIds(children)));
   }
 
-  /** Calls back with the topic names (sorted) now and whenever a topic appears or goes, until closed. */
+  /**
+   * Calls back with the topic names (sorted) now and whenever a topic appears or goes, until
+   * closed. The names include replicated topics' ({@link topicPartitions} reads them as held by
+   * no broker).
+   */
   watchTopics(callback: (topics: string[]) => void | Promise<void>): ZkWatch {
     return this.zk.watchChildren(brokerTopicsPath(), callback);
   }
 
-  /** Calls back with the ids of the live brokers holding `topic` now and on every change, until closed. */
+  /**
+   * Calls back with the ids of the live brokers holding the paper topic `topic` now and on every
+   * change, until closed. A replicated topic (its `partitions` child) reads as held by no broker.
+   */
   watchTopicBrokers(topic: string, callback: (brokerIds: number[]) => void | Promise<void>): ZkWatch {
-    return this.zk.watchChildren(brokerTopicPath(topic), (children) => callback(this.parseIds(children)));
+    return this.zk.watchChildren(brokerTopicPath(topic), (children) => callback(children.includes(topicPartitionsNodeName) ? [] : this.parseIds(children)));
   }
 
   private parseIds(children: string[]): number[] {

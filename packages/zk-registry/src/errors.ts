@@ -1,3 +1,5 @@
+import type { ZkMultiFailure, ZkOp } from './zk-types.js';
+
 /**
  * Errors of the ZooKeeper layer. Every error is a {@link ZkError}; those that come from a
  * ZooKeeper reply carry ZooKeeper's error code and the path concerned.
@@ -101,5 +103,86 @@ export class BrokerIdInUseError extends ZkError {
         `; choose another broker id or stop that broker`,
       { code: ZkErrorCode.nodeExists, path },
     );
+  }
+}
+
+/**
+ * A {@link ZkClient.multi} was refused: nothing of it was applied (docs/replication.md §3.3).
+ * `index` and `op` name the op that failed, `reason` says why (`code` is ZooKeeper's code,
+ * `path` the op's path), and `error` is the same failure as the single-op error class
+ * ({@link ZkBadVersionError}, {@link ZkNodeExistsError}, {@link ZkNoNodeError}, ...).
+ */
+export class ZkMultiError extends ZkError {
+  constructor(
+    /** Index of the failed op in the ops given. */
+    readonly index: number,
+    /** The failed op. */
+    readonly op: ZkOp,
+    /** Why it failed. */
+    readonly reason: ZkMultiFailure,
+    /** The failure as the single-op error class. */
+    readonly error: ZkError,
+  ) {
+    super(`ZooKeeper multi refused: op ${index} (${op.op} ${op.path}) failed with ${reason}${error.code === undefined ? '' : ` [${error.code}]`}`, {
+      code: error.code,
+      path: op.path,
+      cause: error,
+    });
+  }
+}
+
+/**
+ * The name of a paper topic is taken by a replicated topic: `/brokers/topics/<topic>` holds a
+ * topic definition (docs/replication.md §3, "One namespace for topic names"). Thrown by
+ * {@link BrokerRegistry.registerTopic}: a broker must not register (nor serve) a paper topic of
+ * that name.
+ */
+export class TopicIsReplicatedError extends ZkError {
+  constructor(
+    /** The topic. */
+    readonly topic: string,
+    path: string,
+  ) {
+    super(`topic ${topic} is a replicated topic: it cannot be created or registered as a paper topic`, { path });
+  }
+}
+
+/**
+ * `/brokers/topics/<topic>` exists already: a replicated topic cannot be created with that name
+ * (docs/replication.md §3, §15.1). `kind` tells a replicated topic (with its partition count,
+ * when its definition reads) from a paper topic.
+ */
+export class TopicExistsError extends ZkError {
+  constructor(
+    /** The topic. */
+    readonly topic: string,
+    /** What holds the name. */
+    readonly kind: 'replicated' | 'paper',
+    /** Partition count of the existing replicated topic, when its definition could be read. */
+    readonly partitions: number | undefined,
+    path: string,
+  ) {
+    const what = kind === 'paper' ? 'a paper topic' : partitions === undefined ? 'replicated' : `replicated, ${partitions} partition${partitions === 1 ? '' : 's'}`;
+    super(`topic ${topic} already exists (${what})`, { code: ZkErrorCode.nodeExists, path });
+  }
+}
+
+/**
+ * A znode holds a value that does not parse as what its path says it is (a topic definition, a
+ * partition state, the controller, the controller epoch, an admin request:
+ * docs/replication.md §3.1). Readers never guess: they log it and treat the thing as absent or
+ * offline, as their docstrings say.
+ */
+export class InvalidZkValueError extends ZkError {
+  constructor(
+    /** What the value should be, e.g. `partition state`. */
+    readonly kind: string,
+    path: string,
+    /** The value as read (UTF-8). */
+    readonly value: string,
+    /** What is wrong with it. */
+    readonly reason: string,
+  ) {
+    super(`invalid ${kind} at ${path}: ${reason}`, { path });
   }
 }

@@ -13,6 +13,21 @@
  * | /consumers/<group>/audit/window-ms                          | persistent | the audit consumer's count window, ms |
  * | /consumers/<group>/audit/ranges/<topic>/<brokerId>-<partition> | persistent | JSON `{"from":…,"to":…}`: the range being counted |
  *
+ * Replication adds (docs/replication.md §3):
+ *
+ * | path                                                        | kind       | value |
+ * |-------------------------------------------------------------|------------|-------|
+ * | /brokers/topics/<topic>                                     | persistent | empty (paper topic) or the topic definition, JSON (replicated topic) |
+ * | /brokers/topics/<topic>/partitions[/<partition>]            | persistent | empty |
+ * | /brokers/topics/<topic>/partitions/<partition>/state        | persistent | the partition state, JSON |
+ * | /controller                                                 | ephemeral  | JSON `{"version":1,"brokerId":…,"epoch":…,"timestampMs":…}` |
+ * | /controller-epoch                                           | persistent | the controller epoch, decimal |
+ * | /admin/delete-topics/<topic>                                | persistent | empty: a deletion request |
+ * | /admin/preferred-leader-election                            | persistent | JSON: a preferred-leader election request |
+ * | /consumers/<group>/owners/<topic>/<partition>               | ephemeral  | owning consumer thread id (replicated topic) |
+ * | /consumers/<group>/offsets/<topic>/<partition>              | persistent | next offset to read, decimal (replicated topic) |
+ * | /consumers/<group>/audit/ranges/<topic>/<partition>         | persistent | as the paper's ranges (replicated topic) |
+ *
  * Every name that becomes a path component is checked: a name that is empty, `.`, `..`,
  * contains `/` or a control character throws {@link InvalidNameError}.
  */
@@ -50,6 +65,18 @@ export function checkTopic(topic: string): string {
   checkName('topic', topic);
   if (!TOPIC_NAME.test(topic)) throw new InvalidNameError('topic', topic, 'may only contain [a-zA-Z0-9._-]');
   return topic;
+}
+
+/**
+ * The children of a node listing topics (`/brokers/topics`, `/admin/delete-topics`) that are
+ * topic names; `skipped` is called with each child that is not (for a warning).
+ */
+export function topicNames(children: readonly string[], skipped: (child: string) => void): string[] {
+  return children.filter((child) => {
+    const ok = TOPIC_NAME.test(child) && child !== '.' && child !== '..' && child.length <= MAX_NAME_LENGTH;
+    if (!ok) skipped(child);
+    return ok;
+  });
 }
 
 /** Checks a consumer group name (any characters but `/` and control characters). Throws {@link InvalidNameError}. */
@@ -91,6 +118,13 @@ export function parsePartitionName(name: string): BrokerPartition | undefined {
   const partition = Number(m[2]);
   if (partition > 0x7fffffff) return undefined;
   return { brokerId, partition };
+}
+
+/** Parses a partition number znode name (`0`, `17`); undefined unless it is a decimal int32 without leading zeros. */
+export function parsePartitionNumber(name: string): number | undefined {
+  if (!/^(0|[1-9]\d{0,9})$/.test(name)) return undefined;
+  const partition = Number(name);
+  return partition > 0x7fffffff ? undefined : partition;
 }
 
 /** Parses a broker id znode name; undefined unless it is a non-negative decimal integer. */
@@ -202,4 +236,69 @@ export function auditWindowPath(group: string): string {
 /** `/consumers/<group>/audit/ranges/<topic>/<brokerId>-<partition>`: persistent, the offset range being counted, JSON. */
 export function auditRangePath(group: string, topic: string, brokerId: number, partition: number): string {
   return `${auditGroupPath(group)}/ranges/${checkTopic(topic)}/${partitionName({ brokerId, partition })}`;
+}
+
+// ---------------------------------------------------------------- replication (docs/replication.md §3)
+
+/** The name of the child of a replicated topic's node that holds its partitions; never a broker id. */
+export const topicPartitionsNodeName = 'partitions';
+
+/** `/brokers/topics/<topic>/partitions`: persistent, one child per partition of a replicated topic. */
+export function topicPartitionsPath(topic: string): string {
+  return `${brokerTopicPath(topic)}/${topicPartitionsNodeName}`;
+}
+
+/** `/brokers/topics/<topic>/partitions/<partition>`: persistent, empty; the parent of the partition state. */
+export function topicPartitionPath(topic: string, partition: number): string {
+  return `${topicPartitionsPath(topic)}/${checkPartition(partition)}`;
+}
+
+/** `/brokers/topics/<topic>/partitions/<partition>/state`: persistent, the partition state (JSON, §3.1). */
+export function partitionStatePath(topic: string, partition: number): string {
+  return `${topicPartitionPath(topic, partition)}/state`;
+}
+
+/** `/controller`: ephemeral, the controller's broker id and epoch (JSON, §5.1). */
+export function controllerPath(): string {
+  return '/controller';
+}
+
+/** `/controller-epoch`: persistent, the controller epoch, decimal (§5.1). */
+export function controllerEpochPath(): string {
+  return '/controller-epoch';
+}
+
+/** `/admin`: parent of the admin request nodes. */
+export function adminPath(): string {
+  return '/admin';
+}
+
+/** `/admin/delete-topics`: one persistent child per topic whose deletion was asked for. */
+export function deleteTopicsPath(): string {
+  return `${adminPath()}/delete-topics`;
+}
+
+/** `/admin/delete-topics/<topic>`: persistent, empty: a request to delete the replicated topic. */
+export function deleteTopicPath(topic: string): string {
+  return `${deleteTopicsPath()}/${checkTopic(topic)}`;
+}
+
+/** `/admin/preferred-leader-election`: persistent, a preferred-leader election request (JSON, §15.1). */
+export function preferredLeaderElectionPath(): string {
+  return `${adminPath()}/preferred-leader-election`;
+}
+
+/** `/consumers/<group>/owners/<topic>/<partition>`: ephemeral, the owner of a replicated topic's partition (§14). */
+export function replicatedOwnerPath(group: string, topic: string, partition: number): string {
+  return `${ownersPath(group, topic)}/${checkPartition(partition)}`;
+}
+
+/** `/consumers/<group>/offsets/<topic>/<partition>`: persistent, the committed offset of a replicated topic's partition (§14). */
+export function replicatedOffsetPath(group: string, topic: string, partition: number): string {
+  return `${offsetsPath(group, topic)}/${checkPartition(partition)}`;
+}
+
+/** `/consumers/<group>/audit/ranges/<topic>/<partition>`: persistent, the audit range of a replicated topic's partition (§14). */
+export function replicatedAuditRangePath(group: string, topic: string, partition: number): string {
+  return `${auditGroupPath(group)}/ranges/${checkTopic(topic)}/${checkPartition(partition)}`;
 }

@@ -11,7 +11,7 @@ import { Backoff, sleep, type BackoffOptions } from '@klog/retry';
 import { ZkClosedError, ZkNoNodeError } from './errors.js';
 import type { Logger } from '@klog/logger';
 import type { Invoke } from './zk-session.js';
-import type { ZkWatch } from './zk-types.js';
+import { toStat, type ZkNode, type ZkWatch } from './zk-types.js';
 
 /** What the recipe needs of the client. */
 export interface WatchOps {
@@ -23,7 +23,7 @@ export interface WatchOps {
 }
 
 interface Subscription {
-  readonly kind: 'children' | 'data';
+  readonly kind: 'children' | 'data' | 'node';
   readonly path: string;
   readonly callback: (value: never) => void | Promise<void>;
   active: boolean;
@@ -43,8 +43,11 @@ export class PersistentWatches {
     return this.subscriptions.size;
   }
 
-  /** Starts a subscription to the sorted children of `path` (`kind` children) or its data (undefined while missing). */
-  subscribe<T>(kind: 'children' | 'data', path: string, callback: (value: T) => void | Promise<void>): ZkWatch {
+  /**
+   * Starts a subscription to the sorted children of `path` (`kind` children), its data (`data`,
+   * undefined while missing) or its data and stat (`node`, undefined while missing).
+   */
+  subscribe<T>(kind: 'children' | 'data' | 'node', path: string, callback: (value: T) => void | Promise<void>): ZkWatch {
     if (this.ops.isClosed()) throw new ZkClosedError('ZooKeeper client is closed');
     let delivered!: () => void;
     const ready = new Promise<void>((resolve) => (delivered = resolve));
@@ -86,7 +89,7 @@ export class PersistentWatches {
     try {
       do {
         sub.again = false;
-        let value: string[] | Buffer | undefined;
+        let value: string[] | Buffer | ZkNode | undefined;
         try {
           value = await this.readAndWatch(sub);
           backoff.reset();
@@ -111,7 +114,7 @@ export class PersistentWatches {
   }
 
   /** Reads the watched value and leaves a one-shot watch that runs the subscription again. */
-  private async readAndWatch(sub: Subscription): Promise<string[] | Buffer | undefined> {
+  private async readAndWatch(sub: Subscription): Promise<string[] | Buffer | ZkNode | undefined> {
     const watcher = (): void => {
       if (sub.active && !this.ops.isClosed()) void this.run(sub);
     };
@@ -124,9 +127,10 @@ export class PersistentWatches {
           );
           return [...children].sort();
         }
-        return await this.ops.request<Buffer>('getData', path, (raw: RawClient, done) =>
-          raw.getData(path, watcher, (error, data) => (error ? done(error) : done(null, data ?? Buffer.alloc(0)))),
+        const node = await this.ops.request<ZkNode>('getData', path, (raw: RawClient, done) =>
+          raw.getData(path, watcher, (error, data, stat) => (error ? done(error) : done(null, { data: data ?? Buffer.alloc(0), stat: toStat(stat) }))),
         );
+        return sub.kind === 'node' ? node : node.data;
       } catch (error) {
         if (!(error instanceof ZkNoNodeError)) throw error;
       }

@@ -37,7 +37,7 @@
 import type { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import zookeeper from 'node-zookeeper-client';
-import type { Client, Option } from 'node-zookeeper-client';
+import type { Client, Option, Stat as RawStat } from 'node-zookeeper-client';
 import type { Logger } from '@klog/logger';
 
 /** The private part of the library's connection manager that the workarounds touch. */
@@ -205,18 +205,32 @@ export function createRawConnection(connectString: string, options: RawConnectio
 export type TransactionOp =
   | { readonly op: 'check'; readonly path: string; readonly version: number }
   | { readonly op: 'setData'; readonly path: string; readonly data: Buffer; readonly version: number }
-  | { readonly op: 'create'; readonly path: string; readonly data: Buffer };
+  | { readonly op: 'remove'; readonly path: string; readonly version: number }
+  | { readonly op: 'create'; readonly path: string; readonly data: Buffer; readonly ephemeral?: boolean };
+
+/** The library's result of one op of a committed multi: `stat` for setData, `err` for a failed op. */
+export interface TransactionOpResult {
+  readonly stat?: RawStat;
+  readonly err?: number;
+}
 
 /**
- * Commits `ops` as one ZooKeeper multi: all apply or none does. On failure `done` gets the
- * library's error and the index of the op that failed (workaround 7 applied).
+ * Commits `ops` as one ZooKeeper multi: all apply or none does. On success `done` gets the
+ * library's result per op; on failure the library's error and the index of the op that failed
+ * (undefined when the multi got no answer, e.g. a lost connection: it may or may not have been
+ * applied). Workaround 7 applied.
  */
-export function commitTransaction(client: Client, ops: readonly TransactionOp[], done: (error: unknown, failedOp?: number) => void): void {
+export function commitTransaction(
+  client: Client,
+  ops: readonly TransactionOp[],
+  done: (error: unknown, failedOp?: number, results?: readonly TransactionOpResult[]) => void,
+): void {
   const tx = client.transaction();
   for (const o of ops) {
     if (o.op === 'check') tx.check(o.path, o.version);
     else if (o.op === 'setData') tx.setData(o.path, o.data, o.version);
-    else tx.create(o.path, o.data, zookeeper.CreateMode.PERSISTENT);
+    else if (o.op === 'remove') tx.remove(o.path, o.version);
+    else tx.create(o.path, o.data, o.ephemeral === true ? zookeeper.CreateMode.EPHEMERAL : zookeeper.CreateMode.PERSISTENT);
   }
   const queued = (tx as unknown as { ops?: Array<{ version?: number }> }).ops;
   if (!Array.isArray(queued) || queued.length !== ops.length) {
@@ -226,8 +240,8 @@ export function commitTransaction(client: Client, ops: readonly TransactionOp[],
     if (o.op !== 'create') queued[i]!.version = o.version;
   });
   tx.commit((error, results: unknown) => {
-    if (!error) return done(null);
-    const list = Array.isArray(results) ? (results as Array<{ err?: number }>) : [];
+    const list = Array.isArray(results) ? (results as TransactionOpResult[]) : [];
+    if (!error) return done(null, undefined, list);
     const failed = list.findIndex((r) => r.err !== undefined && r.err !== 0 && r.err !== -2);
     done(error, failed < 0 ? undefined : failed);
   });

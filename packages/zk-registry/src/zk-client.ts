@@ -6,7 +6,8 @@
  * - Chroot: `host:port[,host:port...]/chroot`; the chroot is created when missing (again after
  *   a server lost its data).
  * - Promise helpers for create (parents made as needed), getData/setData, getChildren,
- *   exists, recursive remove and a conditional write ({@link ZkClient.putIf}). Every path is
+ *   exists, recursive remove, multi-ops ({@link ZkClient.multi}, multi.ts) and a conditional
+ *   write ({@link ZkClient.putIf}). Every path is
  *   relative to the chroot. Requests interrupted by a connection loss are retried with backoff
  *   until `operationTimeoutMs` (zk-session.ts).
  * - Sessions (zk-session.ts): kept across connection losses; after an expiry, or when no server
@@ -32,15 +33,27 @@ import type { Stat as RawStat } from 'node-zookeeper-client';
 import type { BackoffOptions } from '@klog/retry';
 import { joinPath, parentPath, parseConnectString } from './connect-string.js';
 import { EphemeralRegistrations } from './ephemerals.js';
-import { ZkBadVersionError, ZkError, ZkErrorCode, ZkNoNodeError, ZkNodeExistsError } from './errors.js';
+import { ZkBadVersionError, ZkError, ZkErrorCode, ZkMultiError, ZkNoNodeError, ZkNodeExistsError } from './errors.js';
 import { type Logger, silentLogger } from '@klog/logger';
 import { PersistentWatches } from './watches.js';
-import { commitTransaction, type TransactionOp } from './zk-adapter.js';
+import { commitMulti } from './multi.js';
 import { SessionManager, type Invoke } from './zk-session.js';
-import { rawCode, toBuffer, toStat, toZkError, type ZkClientEvents, type ZkClientOptions, type ZkNode, type ZkSessionCredentials, type ZkStat, type ZkWatch } from './zk-types.js';
+import {
+  rawCode,
+  toBuffer,
+  toStat,
+  type ZkClientEvents,
+  type ZkClientOptions,
+  type ZkNode,
+  type ZkOp,
+  type ZkOpResult,
+  type ZkSessionCredentials,
+  type ZkStat,
+  type ZkWatch,
+} from './zk-types.js';
 
 export { parseConnectString, parentPath, type ParsedConnectString } from './connect-string.js';
-export type { ZkClientEvents, ZkClientOptions, ZkNode, ZkSessionCredentials, ZkStat, ZkWatch } from './zk-types.js';
+export type { ZkClientEvents, ZkClientOptions, ZkMultiFailure, ZkNode, ZkOp, ZkOpResult, ZkSessionCredentials, ZkStat, ZkWatch } from './zk-types.js';
 
 const DEFAULTS = {
   sessionTimeoutMs: 6000,
@@ -276,41 +289,53 @@ export class ZkClient extends EventEmitter {
 
   /**
    * Writes a persistent node (as {@link put}) only if `condition.path` is at `condition.version`
-   * at that moment, in one ZooKeeper multi, and only in the session `condition.sessionId` (the
-   * current one by default): a write whose session ended is never carried over to a new one.
-   * With an ephemeral `condition.path` of that session this is a write fenced by ownership
-   * (the check is of the version only: drop the fence once the session removed its node).
-   * Throws {@link ZkBadVersionError} (or {@link ZkNoNodeError}) with `path` = `condition.path`
-   * when the condition does not hold, {@link ZkSessionExpiredError} when the session is not
-   * (or no longer) the one asked for.
+   * at that moment, in one ZooKeeper multi ({@link multi}), and only in the session
+   * `condition.sessionId` (the current one by default): a write whose session ended is never
+   * carried over to a new one. With an ephemeral `condition.path` of that session this is a
+   * write fenced by ownership (the check is of the version only: drop the fence once the session
+   * removed its node). Throws {@link ZkBadVersionError} (or {@link ZkNoNodeError}) with `path` =
+   * `condition.path` when the condition does not hold, {@link ZkSessionExpiredError} when the
+   * session is not (or no longer) the one asked for.
    */
   async putIf(condition: { readonly path: string; readonly version: number; readonly sessionId?: string }, path: string, data: Buffer | string): Promise<void> {
     const sessionId = condition.sessionId ?? this.sessionId;
-    const bytes = toBuffer(data);
-    const check: TransactionOp = { op: 'check', path: condition.path, version: condition.version };
+    const check: ZkOp = { op: 'check', path: condition.path, version: condition.version };
     for (let attempt = 0; attempt < 5; attempt++) {
       const exists = (await this.exists(path)) !== undefined;
       if (!exists) await this.mkdirp(parentPath(path));
-      const write: TransactionOp = exists ? { op: 'setData', path, data: bytes, version: -1 } : { op: 'create', path, data: bytes };
-      // -1: written; otherwise the error code of the write (the check passed).
-      const result = await this.request<number>(
-        'multi',
-        path,
-        (raw, done) =>
-          commitTransaction(raw, [check, write], (error, failedOp) => {
-            if (!error) done(null, -1);
-            else if (failedOp === undefined) done(error); // not applied (a lost connection): retried
-            else if (failedOp === 0) done(toZkError(error, 'check', condition.path));
-            else done(null, rawCode(error) ?? 0);
-          }),
-        false,
-        sessionId,
-      );
-      if (result === -1) return;
-      if (result === ZkErrorCode.noNode || result === ZkErrorCode.nodeExists) continue; // the node came or went: again
-      throw new ZkError(`ZooKeeper multi ${path} failed [${result}]`, { code: result, path });
+      const write: ZkOp = exists ? { op: 'setData', path, data, version: -1 } : { op: 'create', path, data };
+      try {
+        await this.multi([check, write], { sessionId });
+        return;
+      } catch (error) {
+        if (!(error instanceof ZkMultiError)) throw error;
+        if (error.index === 0) throw error.error;
+        if (error.reason === 'NoNode' || error.reason === 'NodeExists') continue; // the node came or went: again
+        throw error;
+      }
     }
     throw new ZkError(`could not write ${path}: it keeps being created and deleted`, { path });
+  }
+
+  /**
+   * Commits `ops` as one ZooKeeper multi (docs/replication.md §3.3): every op applies, or none
+   * does. Ops run in order, so an op may create the parent of a later one; nothing creates
+   * parents otherwise. Returns what each op did ({@link ZkOpResult}: a `setData` gives the new
+   * stat, hence the version to write at next).
+   *
+   * Throws {@link ZkMultiError} when ZooKeeper refused it, naming the op that failed and why
+   * (`BadVersion`, `NodeExists`, `NoNode`, `NotEmpty`, ...): then nothing was applied.
+   *
+   * A multi interrupted by a lost connection is sent again (as every request is), and the
+   * connection may have been lost after ZooKeeper applied it: a refusal of the retry can be the
+   * work of the first attempt. Callers that care tell the two apart by reading the nodes
+   * (the controller election and the leader's ISR write do). A multi with an ephemeral create,
+   * or with `options.sessionId`, runs in that session only (the current one for the ephemeral
+   * case): after an expiry it fails with {@link ZkSessionExpiredError} instead of being carried
+   * over; other multis are sent again in the new session.
+   */
+  async multi(ops: readonly ZkOp[], options: { sessionId?: string } = {}): Promise<ZkOpResult[]> {
+    return commitMulti((what, path, invoke, retryOnExpiry, sessionId) => this.request(what, path, invoke, retryOnExpiry, sessionId), ops, options.sessionId);
   }
 
   /** Stat of a node; undefined when it does not exist. */
@@ -424,6 +449,15 @@ export class ZkClient extends EventEmitter {
    */
   watchData(path: string, callback: (data: Buffer | undefined) => void | Promise<void>): ZkWatch {
     return this.watches.subscribe('data', path, callback);
+  }
+
+  /**
+   * As {@link watchData}, with the node's stat: calls `callback` with the node's data and stat
+   * (undefined while it does not exist) now and after every change, until closed. For readers
+   * that write back at the version they read (partition states, docs/replication.md §3.2).
+   */
+  watchNode(path: string, callback: (node: ZkNode | undefined) => void | Promise<void>): ZkWatch {
+    return this.watches.subscribe('node', path, callback);
   }
 
   /**

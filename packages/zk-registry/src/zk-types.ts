@@ -45,7 +45,44 @@ export interface ZkStat {
   readonly mtimeMs: number;
   /** Session id (16 hex digits) that owns this ephemeral node; undefined for a persistent node. */
   readonly ephemeralOwner: string | undefined;
+  /**
+   * The zxid of the transaction that created the node (ZooKeeper's `czxid`), a 64-bit number
+   * read as a JavaScript number: exact while ZooKeeper's own epoch (the high 32 bits) is below
+   * 2^21. A node created again gets a larger one: the `czxid` of `/brokers/ids/<id>` is the
+   * **broker epoch** (docs/replication.md §2).
+   */
+  readonly czxid: number;
 }
+
+/**
+ * One operation of {@link ZkClient.multi} (docs/replication.md §3.3). Paths are relative to the
+ * chroot; `version` is the node's data version the op requires, -1 for any.
+ * - `create`: a node with `data` (empty by default), `mode` persistent (default) or ephemeral
+ *   (owned by the session the multi runs in). Its parent must exist (or be created by an
+ *   earlier op of the same multi): a multi creates no parents.
+ * - `setData`: replaces the data of a node at `version`.
+ * - `remove`: removes a node (without children) at `version`.
+ * - `check`: writes nothing; fails the multi unless the node exists at `version`.
+ */
+export type ZkOp =
+  | { readonly op: 'create'; readonly path: string; readonly data?: Buffer | string; readonly mode?: 'persistent' | 'ephemeral' }
+  | { readonly op: 'setData'; readonly path: string; readonly data: Buffer | string; readonly version: number }
+  | { readonly op: 'remove'; readonly path: string; readonly version: number }
+  | { readonly op: 'check'; readonly path: string; readonly version: number };
+
+/**
+ * What one op of a committed {@link ZkClient.multi} did, in the order of the ops: `create` the
+ * path created; `setData` the node's new stat (its `version` is the one to write at next);
+ * `remove` and `check` nothing more.
+ */
+export type ZkOpResult =
+  | { readonly op: 'create'; readonly path: string }
+  | { readonly op: 'setData'; readonly path: string; readonly stat: ZkStat }
+  | { readonly op: 'remove'; readonly path: string }
+  | { readonly op: 'check'; readonly path: string };
+
+/** Why one op of a multi failed (ZooKeeper's error code by name); `Other` for any other code. */
+export type ZkMultiFailure = 'BadVersion' | 'NodeExists' | 'NoNode' | 'NotEmpty' | 'NoChildrenForEphemerals' | 'Other';
 
 /** A znode's data and stat. */
 export interface ZkNode {
@@ -95,7 +132,13 @@ export function toStat(stat: RawStat): ZkStat {
     ctimeMs: Number(stat.ctime.readBigInt64BE(0)),
     mtimeMs: Number(stat.mtime.readBigInt64BE(0)),
     ephemeralOwner: /^0+$/.test(owner) ? undefined : owner,
+    czxid: zxid(stat.czxid),
   };
+}
+
+/** A zxid (8 bytes, big-endian) as a number. */
+function zxid(bytes: Buffer): number {
+  return bytes.readUInt32BE(0) * 2 ** 32 + bytes.readUInt32BE(4);
 }
 
 /** Node data as bytes (a string as UTF-8, nothing as empty). */

@@ -81,6 +81,7 @@ export class CuttableProxy {
   private readonly frozen = new Set<Socket>();
   private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
   private server: Server | undefined;
+  private freezeAfterType: number | undefined;
   port = 0;
 
   async start(port = 0): Promise<void> {
@@ -96,6 +97,13 @@ export class CuttableProxy {
         s.on('error', () => undefined);
       }
       client.pipe(upstream);
+      client.on('data', (chunk: Buffer) => {
+        // A request frame: int32 length, int32 xid, int32 type.
+        if (this.freezeAfterType !== undefined && chunk.length >= 12 && chunk.readInt32BE(8) === this.freezeAfterType) {
+          this.freezeAfterType = undefined;
+          this.freeze();
+        }
+      });
       const pair = { client, upstream };
       this.pairs.add(pair);
       client.on('close', () => this.pairs.delete(pair));
@@ -114,6 +122,14 @@ export class CuttableProxy {
   /** From now on swallows what the server sends on the open connections (a silent network); new connections work. */
   freeze(): void {
     for (const s of this.sockets) this.frozen.add(s);
+  }
+
+  /**
+   * Freezes (as {@link freeze}) right after the client sends the next request of ZooKeeper
+   * request type `type` (e.g. 14, multi): the server gets and applies it, its answer is lost.
+   */
+  freezeAfterRequest(type: number): void {
+    this.freezeAfterType = type;
   }
 
   /** From now on the open connections carry nothing either way (a hung server); new connections work. */

@@ -24,7 +24,45 @@ import {
   parsePartitionName,
   partitionName,
   ZkError,
+  controllerEpochPath,
+  controllerPath,
+  deleteTopicPath,
+  deleteTopicsPath,
+  parsePartitionNumber,
+  partitionStatePath,
+  preferredLeaderElectionPath,
+  replicatedAuditRangePath,
+  replicatedOffsetPath,
+  replicatedOwnerPath,
+  topicNames,
+  topicPartitionPath,
+  topicPartitionsPath,
 } from '../src/index.js';
+
+describe('replication paths (docs/replication.md §3)', () => {
+  it('lays out the replicated topics, the controller and the admin requests', () => {
+    expect(topicPartitionsPath('events')).toBe('/brokers/topics/events/partitions');
+    expect(topicPartitionPath('events', 3)).toBe('/brokers/topics/events/partitions/3');
+    expect(partitionStatePath('events', 3)).toBe('/brokers/topics/events/partitions/3/state');
+    expect(controllerPath()).toBe('/controller');
+    expect(controllerEpochPath()).toBe('/controller-epoch');
+    expect(deleteTopicsPath()).toBe('/admin/delete-topics');
+    expect(deleteTopicPath('events')).toBe('/admin/delete-topics/events');
+    expect(preferredLeaderElectionPath()).toBe('/admin/preferred-leader-election');
+    expect(replicatedOwnerPath('g', 'events', 0)).toBe('/consumers/g/owners/events/0');
+    expect(replicatedOffsetPath('g', 'events', 0)).toBe('/consumers/g/offsets/events/0');
+    expect(replicatedAuditRangePath('g', 'events', 0)).toBe('/consumers/g/audit/ranges/events/0');
+    expect(() => partitionStatePath('events', -1)).toThrow(InvalidNameError);
+    expect(() => deleteTopicPath('a/b')).toThrow(InvalidNameError);
+  });
+
+  it('reads partition numbers and topic names from child names', () => {
+    expect(['0', '7', '2147483647', '2147483648', '07', '-1', 'x', '1-0', ''].map(parsePartitionNumber)).toEqual([0, 7, 2147483647, undefined, undefined, undefined, undefined, undefined, undefined]);
+    const skipped: string[] = [];
+    expect(topicNames(['events', 'a b', '..', 'x.y-z_1'], (c) => void skipped.push(c))).toEqual(['events', 'x.y-z_1']);
+    expect(skipped).toEqual(['a b', '..']);
+  });
+});
 
 describe('paths (docs/design.md §4)', () => {
   it('lays out the broker registry', () => {

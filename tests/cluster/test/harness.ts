@@ -1,7 +1,8 @@
 /**
  * Processes for klog's system tests: brokers (`klog-broker`) and consumer-group members
- * (`fixtures/member.mjs`) as child processes that a test can kill with SIGKILL, plus helpers to
- * read the group's state from ZooKeeper.
+ * (`fixtures/member.mjs`) as child processes that a test can kill with SIGKILL, freeze with
+ * SIGSTOP and SIGCONT, stop with SIGTERM and restart on the same log dir, plus helpers to read
+ * the group's state from ZooKeeper.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -78,15 +79,72 @@ export class BrokerProcess {
     this.proc.kill('SIGKILL');
     await exited(this.proc);
   }
+
+  /** True while the process runs (a frozen one included). */
+  get running(): boolean {
+    return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  /**
+   * SIGSTOP: the broker freezes at once, sockets and ZooKeeper session open but silent; its
+   * session expires once frozen longer than the session timeout. Undone by {@link resume}.
+   */
+  pause(): void {
+    this.proc.kill('SIGSTOP');
+  }
+
+  /** SIGCONT: a broker frozen by {@link pause} runs on from where it stopped. */
+  resume(): void {
+    this.proc.kill('SIGCONT');
+  }
+
+  /**
+   * SIGTERM: the broker shuts down as it does on SIGTERM (controlled shutdown where it has one)
+   * and exits; waits at most `timeoutMs`, then kills it with SIGKILL and throws.
+   * @returns the exit code
+   */
+  async terminate(timeoutMs = 60_000): Promise<number | null> {
+    this.proc.kill('SIGTERM');
+    const proc = this.proc;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    const r = await Promise.race([exited(proc).then(() => 'exited' as const), timedOut]);
+    clearTimeout(timer);
+    if (r === 'timeout') {
+      proc.kill('SIGKILL');
+      await exited(proc);
+      throw new Error(`broker ${this.id} did not exit within ${timeoutMs} ms of SIGTERM: ${this.lines.slice(-5).join('\n')}`);
+    }
+    return proc.exitCode;
+  }
+
+  /** The JSON log lines of this broker (every run of it) that `match`. */
+  logged(match: (line: Record<string, unknown>) => boolean): Record<string, unknown>[] {
+    const out: Record<string, unknown>[] = [];
+    for (const line of this.lines) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const o = JSON.parse(line) as Record<string, unknown>;
+        if (match(o)) out.push(o);
+      } catch {
+        // a stderr chunk or a partial line
+      }
+    }
+    return out;
+  }
 }
 
-/** Starts `n` brokers with ids 0..n-1 on fresh log dirs. */
-export async function startBrokers(zookeeper: string, n: number, extraArgs: string[]): Promise<BrokerProcess[]> {
-  const out: BrokerProcess[] = [];
-  for (let id = 0; id < n; id++) {
-    out.push(await new BrokerProcess(id, zookeeper, mkdtempSync(join(tmpdir(), `klog-cluster-${id}-`)), extraArgs).start());
+/** Starts `n` brokers with ids 0..n-1 on fresh log dirs, one after the other (or all at once with `parallel`). */
+export async function startBrokers(zookeeper: string, n: number, extraArgs: string[], parallel = false): Promise<BrokerProcess[]> {
+  const brokers = Array.from({ length: n }, (_, id) => new BrokerProcess(id, zookeeper, mkdtempSync(join(tmpdir(), `klog-cluster-${id}-`)), extraArgs));
+  if (parallel) {
+    await Promise.all(brokers.map((b) => b.start()));
+    return brokers;
   }
-  return out;
+  for (const b of brokers) await b.start();
+  return brokers;
 }
 
 /** Removes the brokers' log dirs. */

@@ -9,6 +9,7 @@
  */
 import { InvalidArgumentError } from 'commander';
 import { linePrefix } from './output.js';
+import { isUtf8 } from 'node:buffer';
 
 /** What the formats print of a message. */
 export interface PrintedMessage {
@@ -87,7 +88,9 @@ const empty = Buffer.alloc(0);
 /**
  * One JSON line for `--json`: `topic`, `partition`, (group mode) `brokerId`, `offset`, `key`
  * (null when none), `payload`, `timestamp` (ms since the epoch, null when not stored), `host`
- * (null when not stored). Key and payload are decoded as UTF-8.
+ * (null when not stored). Key and payload are strings of their UTF-8 text; bytes that are not
+ * valid UTF-8 are given in base64 instead, with `keyEncoding` / `payloadEncoding` `"base64"`
+ * beside them, so that no byte is lost.
  */
 export function jsonLine(m: PrintedMessage): Buffer {
   return Buffer.from(
@@ -96,12 +99,19 @@ export function jsonLine(m: PrintedMessage): Buffer {
       partition: m.partition,
       ...(m.brokerId !== undefined && { brokerId: m.brokerId }),
       offset: m.offset,
-      key: m.key ? m.key.toString('utf8') : null,
-      payload: m.payload.toString('utf8'),
+      ...jsonBytes('key', m.key ?? null),
+      ...jsonBytes('payload', m.payload),
       timestamp: m.timestamp ?? null,
       host: m.host ?? null,
     })}\n`,
   );
+}
+
+/** `{ [name]: text }` for UTF-8 bytes, `{ [name]: base64, [name + 'Encoding']: 'base64' }` for others. */
+function jsonBytes(name: 'key' | 'payload', bytes: Buffer | null): Record<string, string | null> {
+  if (bytes === null) return { [name]: null };
+  if (isUtf8(bytes)) return { [name]: bytes.toString('utf8') };
+  return { [name]: bytes.toString('base64'), [`${name}Encoding`]: 'base64' };
 }
 
 /** How the command lays out a message: `--format`, `--json`, or the payload after the `--print-*` prefixes and a newline. */

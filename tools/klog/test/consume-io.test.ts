@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBroker, type Broker } from '@klog/broker';
+import { Producer } from '@klog/client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKlog } from './cli-run.js';
@@ -106,5 +107,24 @@ describe('klog consume / offsets', () => {
     expect(r.stderr).toMatch(/^klog produce: warning: keys \(--key-separator\) choose the partition but are not stored; add --stamp-metadata to store them$/m);
     const stored = await runKlog(['produce', '--broker-list', address, '--topic', 'events', '--key-separator', '|', '--stamp-metadata'], 'a|b\n');
     expect(stored.stderr).not.toMatch(/warning/);
+  });
+
+  // Last: it adds a topic, which the 'unknown topic' answers above would list.
+  it('--json gives bytes that are not UTF-8 in base64, so no byte is lost', async () => {
+    const binary = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x41]);
+    const producer = new Producer({ brokerList: address, acks: 2, lingerMs: 0, stampMetadata: true });
+    try {
+      await producer.send('binary', [{ value: binary, key: Buffer.from([0xc3, 0x28]), partition: 0 }, { value: 'plain', key: 'k', partition: 0 }]);
+    } finally {
+      await producer.close();
+    }
+    const r = await consume('--topic', 'binary', '--partition', '0', '-e', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const [first, second] = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(first).toMatchObject({ payload: binary.toString('base64'), payloadEncoding: 'base64', key: 'wyg=', keyEncoding: 'base64' });
+    expect(Buffer.from(first!.payload as string, 'base64').equals(binary)).toBe(true);
+    expect(second).toMatchObject({ payload: 'plain', key: 'k' });
+    expect(second).not.toHaveProperty('payloadEncoding');
+    expect(second).not.toHaveProperty('keyEncoding');
   });
 });

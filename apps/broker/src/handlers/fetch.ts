@@ -98,21 +98,39 @@ async function waitForData(ctx: BrokerContext, f: FetchRequest, ms: number): Pro
 }
 
 async function waitUntilFlushedPast(ctx: BrokerContext, f: FetchRequest, ms: number): Promise<void> {
-  const signal = AbortSignal.any([AbortSignal.timeout(ms), ctx.closing]);
-  const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-  let log: Log | undefined;
-  while (!signal.aborted && (log = existingLog(ctx, f)) === undefined) {
-    await Promise.race([aborted, new Promise((resolve) => setTimeout(resolve, 100))]);
-  }
-  if (log === undefined || log.visibleEnd > f.offset) return;
-  let unsubscribe = (): void => {};
-  const flushed = new Promise<void>((resolve) => {
-    unsubscribe = log.onFlush((visibleEnd) => {
-      if (visibleEnd > f.offset) resolve();
-    });
+  // One timer and one listener, both removed when the wait ends: a long poll answered by a flush
+  // leaves nothing behind (AbortSignal.timeout's timer cannot be cleared, and would fire and
+  // build a DOMException for every answered poll).
+  let timer: NodeJS.Timeout | undefined;
+  let stop = (): void => {};
+  const ended = new Promise<void>((resolve) => {
+    stop = resolve;
+    timer = setTimeout(resolve, ms);
+    ctx.closing.addEventListener('abort', stop, { once: true });
   });
-  await Promise.race([aborted, flushed]);
-  unsubscribe();
+  let done = ctx.closing.aborted;
+  void ended.then(() => (done = true));
+  try {
+    let log: Log | undefined;
+    while (!done && (log = existingLog(ctx, f)) === undefined) {
+      let retry: NodeJS.Timeout | undefined;
+      await Promise.race([ended, new Promise<void>((resolve) => (retry = setTimeout(resolve, 100)))]);
+      clearTimeout(retry);
+    }
+    if (done || log === undefined || log.visibleEnd > f.offset) return;
+    let unsubscribe = (): void => {};
+    const flushed = new Promise<void>((resolve) => {
+      unsubscribe = log.onFlush((visibleEnd) => {
+        if (visibleEnd > f.offset) resolve();
+      });
+    });
+    await Promise.race([ended, flushed]);
+    unsubscribe();
+  } finally {
+    clearTimeout(timer);
+    ctx.closing.removeEventListener('abort', stop);
+    stop();
+  }
 }
 
 function existingLog(ctx: BrokerContext, f: FetchRequest): Log | undefined {

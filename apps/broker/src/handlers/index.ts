@@ -98,5 +98,9 @@ async function respond(ctx: BrokerContext, decoder: RequestDecoder, frame: Buffe
       return [handleOffsets(ctx, request.offsets)];
     case RequestType.Metadata:
       return [handleMetadata(ctx, request.topics)];
+    default:
+      // The replication requests (docs/replication.md §6) decode but are not served yet.
+      ctx.metrics.error(errorCodeName(ErrorCode.UnknownRequestType));
+      return [encodeErrorResponse(ErrorCode.UnknownRequestType)];
   }
 }

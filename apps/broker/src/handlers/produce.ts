@@ -190,7 +190,7 @@ export class ProduceRun {
   }
 }
 
-/** PRODUCE_ACK: answers per partition once appended (acks 1) or flushed (acks 2). */
+/** PRODUCE_ACK: answers per partition once appended (acks 1) or flushed (acks 2, and −1 on a paper topic: docs/replication.md §11). */
 export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckRequest): Promise<Buffer> {
   const results: ProduceAckResult[] = [];
   const flushes: Promise<void>[] = [];
@@ -198,7 +198,7 @@ export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckReques
     try {
       const { offset, nextOffset, log } = await appendMessages(ctx, p);
       results.push({ topic: p.topic, partition: p.partition, errorCode: ErrorCode.None, offset, nextOffset });
-      if (req.acks === AckLevel.Flushed) flushes.push(log.flushedThrough(nextOffset));
+      if (req.acks !== AckLevel.Appended) flushes.push(log.flushedThrough(nextOffset));
     } catch (err) {
       rejected(ctx, p, err);
       const errorCode = errorCodeOf(err);

@@ -1,11 +1,13 @@
 /**
  * (klog) PRODUCE_ACK (type 5): an acknowledged produce of one or more partitions. The broker
- * answers once every message set has been appended (acks 1) or appended and flushed to disk
- * (acks 2), with where each set landed.
+ * answers once every message set has been appended (acks 1), appended and flushed to disk
+ * (acks 2), or, on a replicated partition, flushed on every ISR member (acks −1, "all":
+ * docs/replication.md §11; on a paper topic −1 is 2), with where each set landed.
  *
  * ```
  * ProduceAckRequest  => acks int16 | count int16 | count x (topic partition messageSetSize messageSet)
- *   acks  1: answer after the append; 2: answer after the append and its flush (fsync)
+ *   acks  1: answer after the append; 2: answer after the append and its flush (fsync);
+ *        -1: answer once the high watermark passed the set (replicated), as 2 on a paper topic
  * ProduceAckResponse => errorCode int16 | count int16 | count x PartitionResult
  *   PartitionResult  => topic partition int32 errorCode int16 offset int64 nextOffset int64
  *     offset     log offset of the set's first message (-1 on error)
@@ -26,10 +28,19 @@ import {
   type PartitionMessages,
 } from './produce.js';
 
-/** When the broker answers an acknowledged produce: 1 after append, 2 after append and flush. */
-export const AckLevel = { Appended: 1, Flushed: 2 } as const;
+/**
+ * When the broker answers an acknowledged produce: 1 after append, 2 after append and flush,
+ * −1 ("all") once flushed on every ISR member of a replicated partition (docs/replication.md
+ * §11; on a paper topic as 2).
+ */
+export const AckLevel = { Appended: 1, Flushed: 2, All: -1 } as const;
 /** One of the values of {@link AckLevel}. */
 export type AckLevelValue = (typeof AckLevel)[keyof typeof AckLevel];
+
+/** Whether `acks` is one of the {@link AckLevel} values (1, 2 or −1). */
+export function isAckLevel(acks: number): acks is AckLevelValue {
+  return acks === AckLevel.Appended || acks === AckLevel.Flushed || acks === AckLevel.All;
+}
 
 /** A PRODUCE_ACK request. */
 export interface ProduceAckRequest {
@@ -48,7 +59,7 @@ export interface ProduceAckResult {
   readonly nextOffset: number;
 }
 
-/** Encodes a framed PRODUCE_ACK request (1 to 32767 partitions). @throws RangeError for another count */
+/** Encodes a framed PRODUCE_ACK request (1 to 32767 partitions). @throws RangeError for another count or an `acks` not 1, 2 or −1 */
 export function encodeProduceAckRequest(r: ProduceAckRequest): Buffer {
   const setBytes: number[] = [];
   const buf = Buffer.allocUnsafe(produceAckRequestBytes(r.partitions, setBytes));
@@ -70,7 +81,7 @@ export function produceAckRequestBytes(blocks: readonly ProduceBlock[], setBytes
  * {@link produceAckRequestBytes} bytes, which also filled `setBytes`), payload blocks as
  * messages written in place.
  * @returns the position just past the frame
- * @throws RangeError when `target` is too small; ProtocolError (InvalidMessage) for a metadata header over 65535 bytes
+ * @throws RangeError when `target` is too small or `acks` is not 1, 2 or −1; ProtocolError (InvalidMessage) for a metadata header over 65535 bytes
  */
 export function writeProduceAckRequest(
   target: Buffer,
@@ -79,6 +90,7 @@ export function writeProduceAckRequest(
   blocks: readonly ProduceBlock[],
   setBytes: readonly number[],
 ): number {
+  if (!isAckLevel(acks)) throw new RangeError(`acks ${String(acks)} is not 1 (appended), 2 (flushed) or -1 (all)`);
   let pos = position + frameSizeBytes + 2;
   pos = target.writeInt16BE(acks, pos);
   pos = target.writeInt16BE(blocks.length, pos);
@@ -90,8 +102,8 @@ export function writeProduceAckRequest(
 /** Decodes a PRODUCE_ACK body (after the type). @throws ProtocolError */
 export function decodeProduceAckRequest(d: Decoder): ProduceAckRequest {
   const acks = d.readInt16();
-  if (acks !== AckLevel.Appended && acks !== AckLevel.Flushed) {
-    throw new ProtocolError(ErrorCode.InvalidRequest, `acks ${acks} is not 1 (appended) or 2 (flushed)`);
+  if (!isAckLevel(acks)) {
+    throw new ProtocolError(ErrorCode.InvalidRequest, `acks ${acks} is not 1 (appended), 2 (flushed) or -1 (all)`);
   }
   const count = readCount(d, 'produce-ack', 1);
   const partitions: PartitionMessages[] = [];

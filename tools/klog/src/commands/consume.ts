@@ -79,7 +79,7 @@ export function registerConsume(program: Command): void {
         '%s payload, %S payload bytes, %T creation time in ms (-1 if none), %h host, %%; \\n \\t \\r escapes; nothing added (end with \\n)',
       parseFormat,
     )
-    .option('-J, --json', 'print each message as one JSON object per line: topic, partition, brokerId (group mode), offset, key, payload, timestamp, host')
+    .option('-J, --json', 'print each message as one JSON object per line: topic, partition, brokerId (group mode), offset, key, payload (base64 with keyEncoding/payloadEncoding when not UTF-8), timestamp, host')
     .option('--idle-timeout-ms <ms>', 'exit 0 once no new message came for this long (default: wait for ever)', intParser(1))
     .addHelpText(
       'after',
