@@ -136,16 +136,13 @@ export function asStorageError(err: unknown, file: string): unknown {
  * replica. Nothing in the directory is changed. A broker answers a LEADER_AND_ISR that meets it
  * with ReplicaLost (docs/replication.md §7).
  */
-export class ReplicaDirError extends Error {
-  override readonly name = 'ReplicaDirError';
-  /** Wire error code −1 (unknown server error); the broker maps it. */
-  readonly code = ErrorCode.Unknown;
+export class ReplicaDirError extends StorageError {
   constructor(
     /** The partition's directory. */
     readonly dir: string,
     reason: string,
   ) {
-    super(`replica directory ${dir}: ${reason}`);
+    super(ErrorCode.Unknown, `replica directory ${dir}: ${reason}`);
   }
 }
 
@@ -153,11 +150,8 @@ export class ReplicaDirError extends Error {
  * A paper topic cannot be created under a name this broker holds replica logs of
  * (docs/replication.md §3: one namespace for topic names). Nothing is created.
  */
-export class ReplicatedTopicError extends Error {
-  override readonly name = 'ReplicatedTopicError';
-  /** Wire error code −1 (unknown server error); the broker maps it. */
-  readonly code = ErrorCode.Unknown;
+export class ReplicatedTopicError extends StorageError {
   constructor(readonly topic: string) {
-    super(`topic ${topic} is a replicated topic on this broker: it is not created as a paper topic`);
+    super(ErrorCode.Unknown, `topic ${topic} is a replicated topic on this broker: it is not created as a paper topic`);
   }
 }

@@ -16,7 +16,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCode } from '@klog/protocol';
-import { asStorageError } from './errors.js';
+import { asStorageError, StorageError } from './errors.js';
 import { syncDir } from './segment.js';
 
 /** Name of the file in a replica's directory. */
@@ -36,16 +36,13 @@ export function isTopicId(id: string): boolean {
 }
 
 /** A `replica.properties` that does not read as one: no `topic.id`, or one that is not 16 hex digits. */
-export class ReplicaMetadataError extends Error {
-  override readonly name = 'ReplicaMetadataError';
-  /** Wire error code −1 (unknown server error). */
-  readonly code = ErrorCode.Unknown;
+export class ReplicaMetadataError extends StorageError {
   constructor(
     /** Path of the file. */
     readonly file: string,
     reason: string,
   ) {
-    super(`replica properties ${file}: ${reason}`);
+    super(ErrorCode.Unknown, `replica properties ${file}: ${reason}`);
   }
 }
 
