@@ -11,52 +11,30 @@
  * of this turn of the event loop are done (`setImmediate`): the sets of several reads of 64 KiB
  * then go to the log in one write.
  *
- * Memory (docs/format.md §5, broker settings): every byte read and not yet handled counts
- * against the broker's {@link RequestMemory} (`queued.max.request.bytes`). A frame larger than
- * {@link largeFrameBytes} is received into one buffer of its size, reserved from the budget when
- * its size prefix arrives; while the budget cannot take it, or is spent, the socket is not read
- * (the client waits in TCP). A connection that completes no request for
- * `connections.max.idle.ms` is closed by the server ({@link Connection.idleSinceMs}).
+ * Memory (docs/format.md §5, connection limits): the frames are cut by {@link RequestFrames},
+ * within the broker's request memory (`queued.max.request.bytes`). A connection that completes
+ * no request for `connections.max.idle.ms` is closed ({@link Connection.idleSinceMs},
+ * connection-limits.ts).
  */
 import type { Socket } from 'node:net';
-import { ErrorCode, ProtocolError, RequestDecoder, bufferView, encodeErrorResponse, frameSizeBytes, readFrameSize } from '@klog/protocol';
+import { ErrorCode, ProtocolError, RequestDecoder, encodeErrorResponse, readFrameSize } from '@klog/protocol';
 import { inlineRegionMaxBytes, sendRegion, type FileRegion } from '@klog/storage';
 import { handleFireAndForget, handleRequest, ProduceRun, type BrokerContext, type ResponsePart } from './handlers/index.js';
+import type { LimitedConnection } from './connection-limits.js';
+import { RequestFrames } from './request-frames.js';
 import type { RequestMemory } from './request-memory.js';
 
-/**
- * Frames above this many bytes are received into a buffer of their own, reserved first from the
- * request budget; smaller ones are cut from the chunks the socket delivers.
- */
-export const largeFrameBytes = 1024 * 1024;
 
 /** Releases the file regions of a response that will not be sent. */
 function releaseAll(parts: ResponsePart[] | undefined): void {
   for (const p of parts ?? []) if (!Buffer.isBuffer(p)) p.release();
 }
 
-/** A large frame being received into its own buffer. */
-interface Assembly {
-  /** The frame after its size prefix. */
-  readonly buf: Buffer;
-  /** Bytes of `buf` received so far. */
-  filled: number;
-}
 
 /** Serves one socket until it closes. */
-export class Connection {
-  /** Received bytes not yet cut into frames: `chunks[0]` from `headPos` on, then the others whole. */
-  private chunks: Buffer[] = [];
-  /** Bytes of `chunks[0]` already cut into frames (kept as a position: a view per frame would cost more). */
-  private headPos = 0;
-  /** Total bytes not yet cut into frames (all counted in `memory`). */
-  private buffered = 0;
-  /** The large frame being received, its bytes reserved in `memory`. */
-  private assembly: Assembly | undefined;
-  /** Bytes of `memory` held by the frame being handled (a large frame), released when it is done. */
-  private handling = 0;
-  /** Cancels the wait for memory while the socket is paused for it. */
-  private memoryWait: (() => void) | undefined;
+export class Connection implements LimitedConnection {
+  /** The request frames read from the socket. */
+  private readonly frames: RequestFrames;
   /** True while a request is being handled; later frames wait their turn. */
   private busy = false;
   private closed = false;
@@ -74,25 +52,16 @@ export class Connection {
   constructor(
     broker: BrokerContext,
     private readonly socket: Socket,
-    private readonly memory: RequestMemory,
+    memory: RequestMemory,
   ) {
     const gone = new AbortController();
     this.ctx = { ...broker, closing: AbortSignal.any([broker.closing, gone.signal]) };
     const ctx = this.ctx;
     this.run = new ProduceRun(ctx);
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => {
-      if (this.closed) return;
-      const rest = this.assembly !== undefined ? this.fill(chunk) : chunk;
-      if (rest.length > 0) {
-        this.chunks.push(rest);
-        this.buffered += rest.length;
-        memory.add(rest.length);
-      }
-      // Hold reading while a backlog of at least one whole request waits; resume in pump().
-      if (this.buffered > ctx.config.maxRequestBytes + frameSizeBytes) socket.pause();
-      if (memory.exhausted && this.assembly === undefined) this.waitForMemory();
-      if (!this.busy) void this.pump();
+    const maxFrameBytes = ctx.config.maxRequestBytes;
+    this.frames = new RequestFrames(socket, memory, maxFrameBytes, (buf, at) => readFrameSize(buf, at, maxFrameBytes)!, () => {
+      if (!this.busy && !this.closed) void this.pump();
     });
     socket.on('error', (err) => ctx.logger.debug({ remote: this.remote, err: err.message }, 'connection error'));
     socket.on('close', () => {
@@ -114,47 +83,15 @@ export class Connection {
 
   /** Bytes of the request budget this connection holds. */
   get heldBytes(): number {
-    return this.buffered + (this.assembly?.buf.length ?? 0) + this.handling;
+    return this.frames.heldBytes;
   }
 
   /** Appends what the connection gathered, gives back every byte it holds and drops its buffers. */
   private finishClose(): void {
     this.appendRun();
-    this.releaseMemory();
+    this.frames.close();
   }
 
-  /** Gives back every byte this connection holds, and drops its buffers. */
-  private releaseMemory(): void {
-    this.memoryWait?.();
-    this.memoryWait = undefined;
-    this.memory.release(this.heldBytes);
-    this.chunks = [];
-    this.buffered = 0;
-    this.headPos = 0;
-    this.assembly = undefined;
-    this.handling = 0;
-  }
-
-  /** Stops reading until the budget has room again (then reads and cuts frames again). */
-  private waitForMemory(): void {
-    if (this.memoryWait !== undefined || this.closed) return;
-    this.socket.pause();
-    this.memoryWait = this.memory.whenReleased(() => {
-      this.memoryWait = undefined;
-      if (this.closed) return;
-      if (this.memory.exhausted) return this.waitForMemory();
-      if (!this.busy) void this.pump();
-    });
-  }
-
-  /** Copies the start of `chunk` into the large frame being received. @returns the bytes after the frame */
-  private fill(chunk: Buffer): Buffer {
-    const a = this.assembly!;
-    const take = Math.min(chunk.length, a.buf.length - a.filled);
-    chunk.copy(a.buf, a.filled, 0, take);
-    a.filled += take;
-    return take === chunk.length ? chunk.subarray(0, 0) : chunk.subarray(take);
-  }
 
   private get remote(): string {
     return `${this.socket.remoteAddress}:${this.socket.remotePort}`;
@@ -165,92 +102,6 @@ export class Connection {
     return this.remote;
   }
 
-  /**
-   * The next whole frame (after its size prefix), or undefined; throws ProtocolError on a bad
-   * size. A large frame not yet whole moves into a buffer of its own once the budget takes it.
-   */
-  private nextFrame(): Buffer | undefined {
-    const a = this.assembly;
-    if (a !== undefined) {
-      if (a.filled < a.buf.length) return undefined;
-      this.assembly = undefined;
-      this.handling = a.buf.length;
-      return a.buf;
-    }
-    if (this.buffered < frameSizeBytes) return undefined;
-    let head = this.chunks[0]!;
-    if (head.length - this.headPos < frameSizeBytes) head = this.coalesce(frameSizeBytes);
-    const at = this.headPos;
-    const size = readFrameSize(head, at, this.ctx.config.maxRequestBytes)!;
-    const total = frameSizeBytes + size;
-    if (this.buffered < total) {
-      if (size > largeFrameBytes) this.assemble(size);
-      return undefined;
-    }
-    if (head.length - at < total) head = this.coalesce(total);
-    const start = this.headPos;
-    const frame = bufferView(head, start + frameSizeBytes, start + total);
-    if (head.length - start > total) this.headPos = start + total;
-    else {
-      this.chunks.shift();
-      this.headPos = 0;
-    }
-    this.buffered -= total;
-    this.memory.release(total);
-    return frame;
-  }
-
-  /**
-   * Moves the large frame of `size` bytes whose prefix heads the buffered bytes (all of them
-   * belong to it) into a buffer of its own, once the budget can reserve it; until then the
-   * socket is not read.
-   */
-  private assemble(size: number): void {
-    if (this.memoryWait !== undefined) return;
-    const before = this.buffered;
-    if (!this.memory.tryReserve(size)) {
-      this.waitForMemory();
-      return;
-    }
-    const buf = Buffer.allocUnsafeSlow(size);
-    let filled = 0;
-    let skip = this.headPos + frameSizeBytes;
-    for (const c of this.chunks) {
-      if (skip >= c.length) {
-        skip -= c.length;
-        continue;
-      }
-      filled += c.copy(buf, filled, skip);
-      skip = 0;
-    }
-    this.chunks = [];
-    this.headPos = 0;
-    this.buffered = 0;
-    this.memory.release(before);
-    this.assembly = { buf, filled };
-    if (this.socket.isPaused() && !this.memory.exhausted) this.socket.resume();
-  }
-
-  /**
-   * Copies the first `bytes` buffered bytes (a frame, or a frame head, split across chunks) into
-   * one new chunk in front of the rest; the bytes after them are not copied.
-   */
-  private coalesce(bytes: number): Buffer {
-    const out = Buffer.allocUnsafe(bytes);
-    let filled = 0;
-    while (filled < bytes) {
-      const c = this.chunks[0]!;
-      const from = this.headPos;
-      const take = Math.min(c.length - from, bytes - filled);
-      c.copy(out, filled, from, from + take);
-      filled += take;
-      if (from + take === c.length) this.chunks.shift();
-      else this.chunks[0] = c.subarray(from + take);
-      this.headPos = 0;
-    }
-    this.chunks.unshift(out);
-    return out;
-  }
 
   /** Handles frames in order until none is whole; one request at a time. */
   private async pump(): Promise<void> {
@@ -260,7 +111,7 @@ export class Connection {
       for (;;) {
         let frame: Buffer | undefined;
         try {
-          frame = this.nextFrame();
+          frame = this.frames.next();
         } catch (err) {
           this.appendRun();
           const code = err instanceof ProtocolError ? err.code : ErrorCode.InvalidRequest;
@@ -291,7 +142,7 @@ export class Connection {
         this.requestDone();
       }
       if (run.pending && this.runFlush === undefined) this.runFlush = setImmediate(() => this.appendRun());
-      if (this.socket.isPaused() && this.memoryWait === undefined && !this.closed) this.socket.resume();
+      this.frames.idle();
     } finally {
       this.busy = false;
       if (this.closed) this.finishClose();
@@ -301,9 +152,7 @@ export class Connection {
   /** A request is done: its large frame's bytes go back to the budget, and the idle clock restarts. */
   private requestDone(): void {
     this.lastRequestMs = Date.now();
-    if (this.handling === 0) return;
-    this.memory.release(this.handling);
-    this.handling = 0;
+    this.frames.done();
   }
 
   /** Appends the fire-and-forget sets received so far. */
@@ -398,36 +247,3 @@ function inlineRegion(region: FileRegion): Buffer {
   }
 }
 
-/**
- * Closes the connections that have completed no request for `maxIdleMs`
- * (`connections.max.idle.ms`): idle clients, and clients holding a half-sent frame. One log
- * line per connection closed.
- */
-export function closeIdle(connections: Iterable<Connection>, maxIdleMs: number, logger: BrokerContext['logger']): void {
-  const now = Date.now();
-  for (const c of connections) {
-    const since = c.idleSinceMs;
-    if (since === undefined || now - since < maxIdleMs) continue;
-    logger.info({ remote: c.remoteAddress, idleMs: now - since, bufferedBytes: c.heldBytes, maxIdleMs }, 'closing idle connection');
-    c.destroy();
-  }
-}
-
-/**
- * Logs connections refused at `max.connections`: the first at once, then at most one line a
- * second with how many were refused since.
- */
-export function refusalLog(logger: BrokerContext['logger'], maxConnections: number): { refused(remote: string): void } {
-  let lastLogMs = 0;
-  let unlogged = 0;
-  return {
-    refused(remote: string): void {
-      unlogged++;
-      const now = Date.now();
-      if (now - lastLogMs < 1000) return;
-      logger.warn({ remote, refused: unlogged, maxConnections }, 'connection refused: max.connections reached');
-      lastLogMs = now;
-      unlogged = 0;
-    },
-  };
-}

@@ -9,8 +9,8 @@ import { crcSupport } from '@klog/protocol';
 import { pino, type Logger } from 'pino';
 import { ConfigError, resolveConfig, type BrokerConfig } from './config.js';
 import { joinCluster, type ClusterMembership } from './cluster.js';
-import { closeIdle, Connection, refusalLog } from './connection.js';
-import { RequestMemory } from './request-memory.js';
+import { Connection } from './connection.js';
+import { ConnectionLimits } from './connection-limits.js';
 import type { BrokerContext } from './handlers/index.js';
 import { BrokerMetrics, serveMetrics } from './metrics.js';
 import { startKafkaListener, type KafkaListener } from './kafka/listener.js';
@@ -52,28 +52,14 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const abort = new AbortController();
   const metrics = new BrokerMetrics(readPath, logs);
   const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal };
-  const connections = new Set<Connection>();
-  metrics.countConnections(() => connections.size);
-  const memory = new RequestMemory(config.queuedMaxRequestBytes);
-  const refusals = refusalLog(logger, config.maxConnections);
-  const server: Server = createServer((socket) => {
-    if (connections.size >= config.maxConnections) {
-      refusals.refused(`${socket.remoteAddress}:${socket.remotePort}`);
-      socket.destroy();
-      return;
-    }
-    const c = new Connection(ctx, socket, memory);
-    connections.add(c);
-    socket.on('close', () => connections.delete(c));
-  });
-  const sweepMs = Math.min(1000, Math.max(10, config.connectionsMaxIdleMs / 4));
-  const idleSweep = setInterval(() => closeIdle(connections, config.connectionsMaxIdleMs, logger), sweepMs);
-  idleSweep.unref();
+  const limits = new ConnectionLimits(config, logger);
+  metrics.countConnections(() => limits.size);
+  const server: Server = createServer((socket) => limits.admit(socket, 'klog', (s, memory) => new Connection(ctx, s, memory)));
   server.listen(config.port, config.host);
   try {
     await once(server, 'listening');
   } catch (err) {
-    clearInterval(idleSweep);
+    limits.stop();
     await logs.close();
     throw err;
   }
@@ -85,7 +71,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     try {
       ({ server: metricsServer, port: metricsPort } = await serveMetrics(metrics, config.host, config.metricsPort));
     } catch (err) {
-      clearInterval(idleSweep);
+      limits.stop();
       server.close();
       await logs.close();
       throw err;
@@ -96,7 +82,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     try {
       cluster = await joinCluster(config, port, logs, logger);
     } catch (err) {
-      clearInterval(idleSweep);
+      limits.stop();
       server.close();
       metricsServer?.close();
       await logs.close();
@@ -106,8 +92,9 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   let kafka: KafkaListener | undefined;
   if (config.kafkaPort !== undefined) {
     try {
-      kafka = await startKafkaListener(ctx, config.kafkaPort, config.kafkaAdvertisedHost, cluster?.zk);
+      kafka = await startKafkaListener(ctx, limits, config.kafkaPort, config.kafkaAdvertisedHost, cluster?.zk);
     } catch (err) {
+      limits.stop();
       server.close();
       metricsServer?.close();
       await cluster?.leave();
@@ -139,11 +126,11 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       abort.abort();
-      clearInterval(idleSweep);
+      limits.stop();
       await kafka?.close();
       await cluster?.leave();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const c of connections) c.destroy();
+      limits.destroyAll();
       metricsServer?.closeAllConnections();
       const metricsStopped = new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
       await stopped;

@@ -9,6 +9,7 @@
  */
 import { crc32Ieee } from '@klog/protocol';
 import { KafkaErrorCode } from '@klog/kafka-protocol';
+import { silentLogger, type Logger } from '@klog/logger';
 import { checkGroup } from '@klog/zk-registry';
 import type { KafkaBroker, KafkaTopology } from '../topology.js';
 import { Group } from './group.js';
@@ -26,6 +27,8 @@ export class GroupCoordinator {
     private readonly topology: KafkaTopology,
     /** Where committed offsets are kept. */
     readonly offsets: GroupOffsetStore,
+    /** Where rebalances are logged (at debug level). */
+    private readonly logger: Logger = silentLogger,
   ) {}
 
   /** The broker that coordinates `groupId` among the live ones. */
@@ -49,9 +52,13 @@ export class GroupCoordinator {
     if ((await this.coordinatorOf(groupId)).nodeId !== this.topology.self.nodeId) return KafkaErrorCode.NotCoordinator;
     const g = this.groups.get(groupId);
     if (g !== undefined) return g;
-    const fresh = new Group(groupId, () => {
-      if (this.groups.get(groupId) === fresh) this.groups.delete(groupId);
-    });
+    const fresh = new Group(
+      groupId,
+      () => {
+        if (this.groups.get(groupId) === fresh) this.groups.delete(groupId);
+      },
+      this.logger,
+    );
     if (join) this.groups.set(groupId, fresh);
     return fresh;
   }

@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { KafkaErrorCode, type GroupProtocol, type JoinGroupResponse } from '@klog/kafka-protocol';
+import { silentLogger, type Logger } from '@klog/logger';
 
 /** Where a group is in its rebalance cycle. */
 export type GroupState = 'Empty' | 'PreparingRebalance' | 'CompletingRebalance' | 'Stable';
@@ -60,7 +61,13 @@ export class Group {
     readonly groupId: string,
     /** Called when the last member goes (the group is Empty again). */
     private readonly onEmpty: () => void = () => {},
+    /** Where the group's rebalances are logged (at debug level). */
+    private readonly logger: Logger = silentLogger,
   ) {}
+
+  private debug(msg: string, detail: object = {}): void {
+    this.logger.debug({ group: this.groupId, state: this.state, generation: this.generation, members: this.members.size, ...detail }, msg);
+  }
 
   /** Member ids, in join order. */
   memberIds(): string[] {
@@ -100,6 +107,7 @@ export class Group {
       member.protocols = req.protocols;
     }
     if (this.members.size === 1) this.protocolType = req.protocolType;
+    this.debug('Kafka group member joins', { member: member.memberId, rejoin: req.memberId !== '' });
     const answer = new Promise<JoinGroupResponse>((resolve) => {
       member.join?.({ errorCode: KafkaErrorCode.UnknownMemberId, generationId: -1, protocolName: '', leader: '', memberId: member.memberId, members: [] });
       member.join = resolve;
@@ -126,6 +134,7 @@ export class Group {
         if (m !== undefined) m.assignment = a.assignment;
       }
       this.state = 'Stable';
+      this.debug('Kafka group stable: the leader synced', { leader: memberId, assigned: assignments.length });
       for (const m of this.members.values()) {
         m.sync?.({ errorCode: KafkaErrorCode.None, assignment: m.assignment });
         m.sync = undefined;
@@ -168,12 +177,14 @@ export class Group {
 
   private expire(m: Member): void {
     if (m.join !== undefined) return; // a member waiting in JoinGroup is bounded by the rebalance timeout instead
+    this.debug('Kafka group member session expired', { member: m.memberId, sessionTimeoutMs: m.sessionTimeoutMs });
     this.remove(m);
   }
 
   private remove(m: Member): void {
     clearTimeout(m.timer);
     this.members.delete(m.memberId);
+    this.debug('Kafka group member removed', { member: m.memberId, wasJoining: m.join !== undefined, wasSyncing: m.sync !== undefined });
     m.join?.({ errorCode: KafkaErrorCode.UnknownMemberId, generationId: -1, protocolName: '', leader: '', memberId: m.memberId, members: [] });
     m.sync?.({ errorCode: KafkaErrorCode.UnknownMemberId, assignment: noAssignment });
     if (this.members.size === 0) {
@@ -197,7 +208,9 @@ export class Group {
     this.state = 'PreparingRebalance';
     const timeoutMs = Math.max(...[...this.members.values()].map((m) => m.sessionTimeoutMs));
     clearTimeout(this.rebalanceTimer);
+    this.debug('Kafka group rebalance begins', { rebalanceTimeoutMs: timeoutMs });
     this.rebalanceTimer = setTimeout(() => {
+      this.debug('Kafka group rebalance timeout: members that did not rejoin are removed', { notRejoined: [...this.members.values()].filter((m) => m.join === undefined).map((m) => m.memberId) });
       for (const m of [...this.members.values()]) if (m.join === undefined) this.remove(m);
       this.completeJoin();
     }, timeoutMs);
@@ -218,6 +231,7 @@ export class Group {
     this.generation++;
     this.state = 'CompletingRebalance';
     this.protocol = protocol?.name ?? '';
+    this.debug('Kafka group joined: generation complete, waiting for the leader\'s sync', { leader: this.leader, protocol: this.protocol, memberIds: members.map((m) => m.memberId) });
     const subscriptions = members.map((m) => ({ memberId: m.memberId, metadata: m.protocols.find((p) => p.name === this.protocol)?.metadata ?? noAssignment }));
     for (const m of members) {
       const join = m.join;

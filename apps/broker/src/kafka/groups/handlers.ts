@@ -4,6 +4,7 @@
  */
 import {
   KafkaErrorCode,
+  kafkaErrorName,
   decodeFindCoordinatorRequest,
   decodeHeartbeatRequest,
   decodeJoinGroupRequest,
@@ -26,6 +27,11 @@ import type { KafkaContext } from '../context.js';
 import { kafkaErrorOf } from '../partitions.js';
 import { maxSessionTimeoutMs, minSessionTimeoutMs } from './coordinator.js';
 
+/** Logs a group request's answer at debug level (docs/kafka-protocol.md, "Consumer groups"). */
+function answered(k: KafkaContext, api: string, req: { groupId: string; memberId: string; generationId: number }, errorCode: number): void {
+  k.broker.logger.debug({ api, group: req.groupId, member: req.memberId, generation: req.generationId, error: kafkaErrorName(errorCode) }, 'Kafka group request answered');
+}
+
 /** FindCoordinator v0. */
 export async function handleFindCoordinator(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
   const { groupId } = decodeFindCoordinatorRequest(r);
@@ -43,6 +49,7 @@ export async function handleJoinGroup(k: KafkaContext, h: RequestHeader, r: Kafk
   if (typeof g === 'number') return fail(g);
   if (!timeoutOk) return fail(KafkaErrorCode.InvalidSessionTimeout);
   const answer = await g.join({ ...req, clientId: h.clientId ?? '' });
+  answered(k, 'JoinGroup', { ...req, generationId: answer.generationId, memberId: answer.memberId }, answer.errorCode);
   if (answer.errorCode === KafkaErrorCode.InconsistentGroupProtocol) {
     k.broker.logger.warn({ group: req.groupId, protocolType: req.protocolType, protocols: req.protocols.map((p) => p.name) }, 'Kafka JoinGroup refused: no protocol (assignor) in common with the group');
   }
@@ -55,6 +62,7 @@ export async function handleSyncGroup(k: KafkaContext, h: RequestHeader, r: Kafk
   const g = await k.groups.group(req.groupId);
   if (typeof g === 'number') return encodeSyncGroupResponse(h.correlationId, g, Buffer.alloc(0));
   const { errorCode, assignment } = await g.sync(req.memberId, req.generationId, req.assignments);
+  answered(k, 'SyncGroup', req, errorCode);
   return encodeSyncGroupResponse(h.correlationId, errorCode, assignment);
 }
 
@@ -62,7 +70,9 @@ export async function handleSyncGroup(k: KafkaContext, h: RequestHeader, r: Kafk
 export async function handleHeartbeat(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
   const req = decodeHeartbeatRequest(r);
   const g = await k.groups.group(req.groupId);
-  return encodeErrorCodeResponse(h.correlationId, typeof g === 'number' ? g : g.heartbeat(req.memberId, req.generationId));
+  const errorCode = typeof g === 'number' ? g : g.heartbeat(req.memberId, req.generationId);
+  if (errorCode !== KafkaErrorCode.None) answered(k, 'Heartbeat', req, errorCode);
+  return encodeErrorCodeResponse(h.correlationId, errorCode);
 }
 
 /** LeaveGroup v0. */
@@ -77,6 +87,7 @@ export async function handleOffsetCommit(k: KafkaContext, h: RequestHeader, r: K
   const req = decodeOffsetCommitRequest(r);
   const g = await k.groups.group(req.groupId);
   const fenced = typeof g === 'number' ? g : k.groups.mayCommit(g, req.memberId, req.generationId);
+  if (fenced !== KafkaErrorCode.None) answered(k, 'OffsetCommit', req, fenced);
   const topics = [];
   for (const t of req.topics) {
     const partitions = [];

@@ -1,0 +1,151 @@
+/**
+ * One connection of the Kafka listener (docs/kafka-protocol.md): its byte stream is cut into
+ * frames (`int32 size | request`) by {@link RequestFrames}, within the broker's request memory
+ * and limits shared with klog's own listener (docs/format.md §5, connection limits), refusing a
+ * size outside `[10, max.request.bytes]` by closing; requests are answered one at a time, in
+ * order, as a Kafka broker does. A request klog cannot decode, or an API or version it does not
+ * serve, closes the connection (what a Kafka broker does); nothing of it reaches a log. A
+ * connection that completes no request for `connections.max.idle.ms` is closed.
+ */
+import type { Socket } from 'node:net';
+import { decodeRequestHeader, KafkaProtocolError, apiKeyName } from '@klog/kafka-protocol';
+import type { LimitedConnection } from '../connection-limits.js';
+import { RequestFrames } from '../request-frames.js';
+import type { RequestMemory } from '../request-memory.js';
+import type { KafkaContext } from './context.js';
+import { routeKafkaRequest } from './router.js';
+
+/** Smallest request frame: a request header with a null client id. */
+const minFrameBytes = 10;
+
+/** A request size out of bounds: the connection is closed, as a Kafka broker does. */
+class FrameSizeError extends Error {
+  constructor(readonly size: number) {
+    super(`Kafka request size ${size} out of bounds`);
+  }
+}
+
+/** Serves one Kafka connection until it closes. */
+export class KafkaConnection implements LimitedConnection {
+  private readonly frames: RequestFrames;
+  /** The listener's context, with `closing` also aborted when this connection closes. */
+  private readonly ctx: KafkaContext;
+  /** True while a request is being handled; later frames wait their turn. */
+  private busy = false;
+  /** When the last request was completed (or the connection opened), ms since the epoch. */
+  private lastRequestMs = Date.now();
+  readonly remoteAddress: string;
+
+  constructor(
+    k: KafkaContext,
+    private readonly socket: Socket,
+    memory: RequestMemory,
+  ) {
+    const gone = new AbortController();
+    this.ctx = { ...k, broker: { ...k.broker, closing: AbortSignal.any([k.broker.closing, gone.signal]) } };
+    this.remoteAddress = `${socket.remoteAddress}:${socket.remotePort}`;
+    const maxFrameBytes = k.broker.config.maxRequestBytes;
+    socket.setNoDelay(true);
+    this.frames = new RequestFrames(
+      socket,
+      memory,
+      maxFrameBytes,
+      (buf, at) => {
+        const size = buf.readInt32BE(at);
+        if (size < minFrameBytes || size > maxFrameBytes) throw new FrameSizeError(size);
+        return size;
+      },
+      () => {
+        if (!this.busy && !socket.destroyed) void this.pump();
+      },
+    );
+    socket.on('error', (err) => k.broker.logger.debug({ remote: this.remoteAddress, err: err.message }, 'Kafka connection error'));
+    socket.on('close', () => {
+      gone.abort(); // a long-poll fetch of this connection stops waiting
+      if (!this.busy) this.frames.close();
+    });
+  }
+
+  /** Since when (ms since the epoch) the connection has completed no request, or undefined while it handles one. */
+  get idleSinceMs(): number | undefined {
+    return this.busy ? undefined : this.lastRequestMs;
+  }
+
+  /** Bytes of the request budget this connection holds. */
+  get heldBytes(): number {
+    return this.frames.heldBytes;
+  }
+
+  /** Closes the socket now. */
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private drop(why: string, detail: object = {}): void {
+    this.ctx.broker.logger.warn({ remote: this.remoteAddress, ...detail }, why);
+    this.socket.destroy();
+  }
+
+  /** Handles frames in order until none is whole; one request at a time. */
+  private async pump(): Promise<void> {
+    const logger = this.ctx.broker.logger;
+    const socket = this.socket;
+    this.busy = true;
+    try {
+      while (!socket.destroyed) {
+        let frame: Buffer | undefined;
+        try {
+          frame = this.frames.next();
+        } catch (err) {
+          if (!(err instanceof FrameSizeError)) throw err;
+          return this.drop('Kafka request size out of bounds, closing connection', { size: err.size, maxRequestBytes: this.ctx.broker.config.maxRequestBytes });
+        }
+        if (frame === undefined) break;
+        let response: Buffer | Buffer[] | undefined;
+        try {
+          const { header, body } = decodeRequestHeader(frame);
+          try {
+            response = await routeKafkaRequest(this.ctx, header, body);
+          } catch (err) {
+            if (!(err instanceof KafkaProtocolError)) throw err;
+            return this.drop('bad Kafka request, closing connection', { api: apiKeyName(header.apiKey), version: header.apiVersion, err: err.message });
+          }
+        } catch (err) {
+          if (err instanceof KafkaProtocolError) return this.drop('bad Kafka request header, closing connection', { err: err.message });
+          logger.error({ remote: this.remoteAddress, err }, 'Kafka request failed, closing connection');
+          return void socket.destroy();
+        } finally {
+          this.frames.done();
+        }
+        if (response !== undefined && !socket.destroyed && !write(socket, response)) await drained(socket);
+        this.lastRequestMs = Date.now();
+      }
+      this.frames.idle();
+    } finally {
+      this.busy = false;
+      if (socket.destroyed) this.frames.close();
+    }
+  }
+}
+
+/** Writes a response's parts together. @returns false when the socket's buffer is full */
+function write(socket: Socket, response: Buffer | Buffer[]): boolean {
+  if (Buffer.isBuffer(response)) return socket.write(response);
+  socket.cork();
+  let ok = true;
+  for (const part of response) ok = socket.write(part);
+  socket.uncork();
+  return ok;
+}
+
+function drained(socket: Socket): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
+}
