@@ -142,16 +142,17 @@ export class ReplicaDirError extends StorageError {
     readonly dir: string,
     reason: string,
   ) {
-    super(ErrorCode.Unknown, `replica directory ${dir}: ${reason}`);
+    super(ErrorCode.ReplicaLost, `replica directory ${dir}: ${reason}`);
   }
 }
 
 /**
  * A paper topic cannot be created under a name this broker holds replica logs of
- * (docs/replication.md §3: one namespace for topic names). Nothing is created.
+ * (docs/replication.md §3: one namespace for topic names). Nothing is created. Answered as
+ * NotLeaderForPartition (docs/replication.md §7): the client looks the topic up again.
  */
 export class ReplicatedTopicError extends StorageError {
   constructor(readonly topic: string) {
-    super(ErrorCode.Unknown, `topic ${topic} is a replicated topic on this broker: it is not created as a paper topic`);
+    super(ErrorCode.NotLeaderForPartition, `topic ${topic} is a replicated topic on this broker: it is not created as a paper topic`);
   }
 }

@@ -15,29 +15,33 @@ export class FileRegion {
    * @param offset log offset of the region's first byte (docs/design.md §1: offsets are byte positions)
    * @param position file position of the region's first byte in the segment file
    * @param length bytes in the region; 0 for an empty region
+   * @param segmentStart start offset of the segment holding the bytes (default `offset − position`)
    */
   constructor(
     segment: Segment | undefined,
     readonly offset: number,
     readonly position: number,
     readonly length: number,
+    segmentStart = offset - position,
   ) {
     this.#segment = segment;
     this.fd = segment?.fd ?? -1;
-  }
-
-  /** An empty region at log offset `offset`: nothing to send, nothing pinned. */
-  static empty(offset: number): FileRegion {
-    return new FileRegion(undefined, offset, 0, 0);
+    this.segmentStart = segmentStart;
   }
 
   /**
-   * Start offset of the segment holding the bytes (`offset − position`): REPLICA_FETCH's
-   * `segmentStart` (docs/replication.md §6.3); `offset` itself for an empty region.
+   * An empty region at log offset `offset`: nothing to send, nothing pinned.
+   * @param segmentStart start offset of the segment that holds `offset` (default `offset`)
    */
-  get segmentStart(): number {
-    return this.offset - this.position;
+  static empty(offset: number, segmentStart = offset): FileRegion {
+    return new FileRegion(undefined, offset, 0, 0, segmentStart);
   }
+
+  /**
+   * Start offset of the segment holding the region's bytes, or for an empty region the segment
+   * holding `offset` when the log gave it: REPLICA_FETCH's `segmentStart` (docs/replication.md §6.3).
+   */
+  readonly segmentStart: number;
 
   /** The segment file's descriptor (read-only use), −1 for an empty region. Valid until `release()`. */
   readonly fd: number;

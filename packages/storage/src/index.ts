@@ -21,4 +21,4 @@ export * from './sync-check.js';
 export * from './leader-epoch-checkpoint.js';
 export * from './replica-log.js';
 export * from './replica-metadata.js';
-export * from './replica-dirs.js';
+export { deletingReplicaSuffix, type ReplicaDirInfo, staleReplicaSuffix } from './replica-dirs.js';

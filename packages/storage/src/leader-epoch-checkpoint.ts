@@ -14,7 +14,7 @@
  * were written by the leader of epoch 2. A follower truncating after a leader change compares its
  * entries with the leader's (docs/replication.md §10).
  *
- * Every change rewrites the whole file through `leader-epoch-checkpoint.tmp`: written,
+ * Every change rewrites the whole file through `leader-epoch-checkpoint.tmp` (durable-file.ts): written,
  * fdatasynced, renamed over the checkpoint, then the directory fsynced, so the file on disk is
  * always a whole old or a whole new checkpoint. Changes run one at a time, and the entries in
  * memory change only once the new file is on disk.
@@ -22,6 +22,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCode } from '@klog/protocol';
+import { replaceFileDurably, replacingSuffix } from './durable-file.js';
 import { StorageError } from './errors.js';
 
 /** Name of the checkpoint file in a replica's directory. */
@@ -29,7 +30,6 @@ export const leaderEpochCheckpointFileName = 'leader-epoch-checkpoint';
 /** First line of the file: the format's name and version. */
 export const leaderEpochCheckpointHeader = 'klog-leader-epochs 1';
 
-const tmpSuffix = '.tmp';
 const decimal = /^(0|[1-9]\d{0,15})$/;
 
 /** One entry: the leader epoch that started writing at `startOffset`. */
@@ -134,7 +134,7 @@ export class LeaderEpochCheckpoint {
   static async load(dir: string, logEndOffset: number): Promise<LeaderEpochCheckpoint> {
     checkOffset('logEndOffset', logEndOffset);
     const file = path.join(dir, leaderEpochCheckpointFileName);
-    await fs.promises.rm(file + tmpSuffix, { force: true });
+    await fs.promises.rm(file + replacingSuffix, { force: true });
     let text: string | undefined;
     try {
       text = await fs.promises.readFile(file, 'utf8');
@@ -232,30 +232,11 @@ export class LeaderEpochCheckpoint {
     const run = this.#tail.then(async () => {
       const entries = next(this.#entries);
       if (entries === undefined) return;
-      await writeCheckpointFile(this.dir, this.file, entries);
+      await replaceFileDurably(this.file, formatLeaderEpochCheckpoint(entries));
       this.#entries = entries;
     });
     this.#tail = run.catch(() => {});
     return run;
-  }
-}
-
-/** Writes `entries` to `file` through a `.tmp` beside it: write, fdatasync, rename, fsync the directory. */
-async function writeCheckpointFile(dir: string, file: string, entries: readonly EpochEntry[]): Promise<void> {
-  const tmp = file + tmpSuffix;
-  const handle = await fs.promises.open(tmp, 'w');
-  try {
-    await handle.writeFile(formatLeaderEpochCheckpoint(entries), 'utf8');
-    await handle.datasync();
-  } finally {
-    await handle.close();
-  }
-  await fs.promises.rename(tmp, file);
-  const dirHandle = await fs.promises.open(dir, 'r');
-  try {
-    await dirHandle.sync();
-  } finally {
-    await dirHandle.close();
   }
 }
 

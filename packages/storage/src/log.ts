@@ -21,7 +21,7 @@ import { FileRegion } from './file-region.js';
 import { LogFlushState, type FlushEvent } from './log-flush.js';
 import { locateRead, offsetsBefore } from './log-read.js';
 import { recoverSegment } from './recovery.js';
-import { SegmentList } from './segment-list.js';
+import { findSegmentIndex, SegmentList } from './segment-list.js';
 import { parseSegmentFileName, Segment, segmentFileSuffix, syncDir } from './segment.js';
 
 /** How to open a {@link Log}. */
@@ -277,12 +277,13 @@ export class Log {
    * @param maxBytes limit in bytes; 0 gives an empty region
    * @param upTo the end of what may be read, by default `visibleEnd`: see {@link Log.read}
    * @returns a region of `min(maxBytes, rest of the segment, upTo − offset)` bytes; an empty
-   *   region (nothing pinned) at `upTo`
+   *   region (nothing pinned) at `upTo`, whose `segmentStart` is that of the segment holding
+   *   `offset` (the last one starting at or before it)
    * @throws the same errors as {@link Log.read}
    */
   readRange(offset: number, maxBytes: number, upTo?: number): FileRegion {
     const range = this.#locate(offset, maxBytes, upTo);
-    if (range === undefined) return FileRegion.empty(offset);
+    if (range === undefined) return FileRegion.empty(offset, this.segments.view[findSegmentIndex(this.segments.view, offset)]!.start);
     range.segment.pin();
     return new FileRegion(range.segment, offset, offset - range.segment.start, range.length);
   }

@@ -166,13 +166,9 @@ export class ReplicaDirs {
     return this.#exclusive(topic, partition, async () => {
       const r = this.#replicas.get(`${topic}-${partition}`);
       if (r === undefined) return false;
-      this.#replicas.delete(`${topic}-${partition}`);
-      await r.log?.close();
       // Renamed first, so a crash in the middle of removing the files never leaves a directory
       // named <topic>-<partition> without its replica.properties (it would open as a paper log).
-      const doomed = `${r.dir}.${Date.now()}${deletingReplicaSuffix}`;
-      await fs.promises.rename(r.dir, doomed);
-      await syncDir(this.context.logDir);
+      const doomed = await this.#renameAside(r, deletingReplicaSuffix);
       await fs.promises.rm(doomed, { recursive: true, force: true });
       await syncDir(this.context.logDir);
       this.context.logger.info({ topic, partition, dir: r.dir }, 'deleted replica log');
@@ -185,11 +181,7 @@ export class ReplicaDirs {
     return this.#exclusive(topic, partition, async () => {
       const r = this.#replicas.get(`${topic}-${partition}`);
       if (r === undefined) return undefined;
-      this.#replicas.delete(`${topic}-${partition}`);
-      await r.log?.close();
-      const stale = `${r.dir}.${Date.now()}${staleReplicaSuffix}`;
-      await fs.promises.rename(r.dir, stale);
-      await syncDir(this.context.logDir);
+      const stale = await this.#renameAside(r, staleReplicaSuffix);
       this.#staleRenamed++;
       this.context.logger.warn({ topic, partition, topicId: r.topicId, dir: r.dir, renamedTo: stale }, 'replica directory of an unknown topic id renamed aside, left for the operator');
       return stale;
@@ -202,6 +194,16 @@ export class ReplicaDirs {
     const results = await Promise.allSettled([...this.logs()].map((log) => log.close()));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
+  }
+
+  /** Drops `r` from the replicas, closes its log, renames its directory `<dir>.<ms><suffix>` and fsyncs the log dir. @returns the new path */
+  async #renameAside(r: ReplicaDirInfo, suffix: string): Promise<string> {
+    this.#replicas.delete(`${r.topic}-${r.partition}`);
+    await r.log?.close();
+    const to = `${r.dir}.${Date.now()}${suffix}`;
+    await fs.promises.rename(r.dir, to);
+    await syncDir(this.context.logDir);
+    return to;
   }
 
   /** Runs `op` once no other creation, deletion or rename of `<topic>-<partition>` runs. */

@@ -19,7 +19,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type Logger, silentLogger } from '@klog/logger';
 import { checkLogConfig, defaultLogConfig, type LogConfig } from './config.js';
-import { LogClosedError, ReplicaDirError } from './errors.js';
+import { ErrorCode } from '@klog/protocol';
+import { LogClosedError, ReplicaDirError, StorageError } from './errors.js';
 import { LeaderEpochCheckpoint } from './leader-epoch-checkpoint.js';
 import { type AppendResult, Log, type LogOptions } from './log.js';
 import { readReplicaMetadata, replicaPropertiesFileName, ReplicaMetadataError, writeReplicaMetadata } from './replica-metadata.js';
@@ -120,7 +121,7 @@ export class ReplicaLog extends Log {
     }
     const staging = dir + replicaCreatingSuffix;
     await fs.promises.rm(staging, { recursive: true, force: true });
-    await fs.promises.mkdir(staging, { recursive: true });
+    await fs.promises.mkdir(staging); // in the log dir, which exists
     await writeReplicaMetadata(staging, { topicId });
     await Segment.createAsync(staging, 0);
     await syncDir(staging);
@@ -134,11 +135,13 @@ export class ReplicaLog extends Log {
 
   /**
    * A leader's append: {@link Log.append}.
-   * @throws Error while a follower's append or truncation is queued or running; what
-   *   {@link Log.append} throws
+   * @throws StorageError with code NotLeaderForPartition while a follower's append or truncation
+   *   is queued or running; what {@link Log.append} throws
    */
   override append(messageSet: Buffer, messageCount: number): AppendResult {
-    if (this.#followerOps > 0) throw new Error(`log ${this.topic}-${this.partition} is being appended to or truncated as a follower`);
+    if (this.#followerOps > 0) {
+      throw new StorageError(ErrorCode.NotLeaderForPartition, `log ${this.topic}-${this.partition} is being appended to or truncated as a follower`);
+    }
     return super.append(messageSet, messageCount);
   }
 

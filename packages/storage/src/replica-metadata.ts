@@ -16,8 +16,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCode } from '@klog/protocol';
-import { asStorageError, StorageError } from './errors.js';
-import { syncDir } from './segment.js';
+import { replaceFileDurably } from './durable-file.js';
+import { StorageError } from './errors.js';
 
 /** Name of the file in a replica's directory. */
 export const replicaPropertiesFileName = 'replica.properties';
@@ -35,7 +35,7 @@ export function isTopicId(id: string): boolean {
   return topicIdPattern.test(id);
 }
 
-/** A `replica.properties` that does not read as one: no `topic.id`, or one that is not 16 hex digits. */
+/** A `replica.properties` that does not read as one: no `topic.id`, or one that is not 16 hex digits. Wire error code −1 (unknown). */
 export class ReplicaMetadataError extends StorageError {
   constructor(
     /** Path of the file. */
@@ -92,25 +92,10 @@ export async function readReplicaMetadata(dir: string): Promise<ReplicaMetadata 
 }
 
 /**
- * Writes `dir/replica.properties` durably: to `replica.properties.tmp`, fdatasynced, renamed
- * over the file, then `dir` fsynced. `dir` must exist.
+ * Writes `dir/replica.properties` durably ({@link replaceFileDurably}: to `replica.properties.tmp`,
+ * fdatasynced, renamed over the file, then `dir` fsynced). `dir` must exist.
  * @throws RangeError for a bad topic id; DiskFullError when there is no space; file system errors
  */
 export async function writeReplicaMetadata(dir: string, metadata: ReplicaMetadata): Promise<void> {
-  const text = formatReplicaProperties(metadata);
-  const file = path.join(dir, replicaPropertiesFileName);
-  const tmp = `${file}.tmp`;
-  try {
-    const handle = await fs.promises.open(tmp, 'w');
-    try {
-      await handle.writeFile(text, 'utf8');
-      await handle.datasync();
-    } finally {
-      await handle.close();
-    }
-  } catch (err) {
-    throw asStorageError(err, tmp);
-  }
-  await fs.promises.rename(tmp, file);
-  await syncDir(dir);
+  await replaceFileDurably(path.join(dir, replicaPropertiesFileName), formatReplicaProperties(metadata));
 }

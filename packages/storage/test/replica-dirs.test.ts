@@ -14,7 +14,7 @@ import {
   ReplicatedTopicError,
   replicaPropertiesFileName,
 } from '../src/index.js';
-import { messages, payloads, tempDir } from './helpers.js';
+import { messages, payloads, syncFileCallsDuring, tempDir } from './helpers.js';
 
 const idA = '5f0c3a9e12b7d604';
 const idB = '00000000000000b2';
@@ -136,6 +136,21 @@ describe('replica logs in the log manager', () => {
     manager = await openManager(logDir);
     expect(fs.readdirSync(logDir).filter((n) => n.startsWith('events'))).toEqual([]);
     expect([manager.replicaDirs(), manager.topics().size]).toEqual([[], 0]);
+    await manager.close();
+  });
+
+  it('creates, deletes and renames replica logs without a synchronous file call', async () => {
+    const logDir = tempDir();
+    const manager = await openManager(logDir);
+    const calls = await syncFileCallsDuring(async () => {
+      const replica = await manager.createReplicaLog('events', 0, idA);
+      await replica.appendAsFollower(messages('x', 1), 1, 0);
+      await manager.createReplicaLog('events', 1, idA);
+      await manager.deleteReplicaLog('events', 0);
+      await manager.renameStaleReplica('events', 1);
+    });
+    expect(calls).toEqual([]);
+    expect(fs.readdirSync(logDir).filter((n) => n.startsWith('events')).map((n) => n.replace(/\d{13}/, 'MS'))).toEqual(['events-1.MS.stale']);
     await manager.close();
   });
 

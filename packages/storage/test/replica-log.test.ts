@@ -115,6 +115,9 @@ describe('readRange and read bounded by upTo', () => {
     // A high watermark below the log end bounds a consumer's read.
     expect(log.read(120, 1000, 180).length).toBe(60);
     expect(log.readRange(180, 1000, 180).length).toBe(0);
+    // An empty region names the segment holding its offset, not a segment starting there.
+    expect(log.readRange(240, 1000, 240).segmentStart).toBe(120);
+    expect(log.readRange(120, 1000, 120).segmentStart).toBe(120);
     expect(() => log.read(181, 10, 180)).toThrow(expect.objectContaining({ code: 1, end: 180 }) as Error);
     expect(() => log.read(0, 10, 241)).toThrow(RangeError);
     expect(() => log.read(0, 10, 1.5)).toThrow(RangeError);
@@ -183,6 +186,10 @@ describe('appendAsFollower', () => {
       fetches++;
     }
     expect(fetches).toBeGreaterThan(20);
+    // Caught up: a fetch at the leader's log end is empty and names the leader's active segment, so nothing rolls.
+    const tail = leader.readRange(follower.logEndOffset, 1000, leader.logEndOffset);
+    expect(tail.length).toBe(0);
+    await follower.appendAsFollower(Buffer.alloc(0), 0, tail.segmentStart);
     expect(follower.segmentStarts()).toEqual(leader.segmentStarts());
     expect(leader.segmentCount).toBeGreaterThan(5);
     expect(filesOf(followerDir)).toEqual(filesOf(leaderDir));
