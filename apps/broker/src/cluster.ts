@@ -10,7 +10,8 @@
  * hold, after a session expiry, after a server lost its data, and when a registration made
  * while ZooKeeper was away did not get through (docs/architecture.md, "ZooKeeper").
  */
-import { BrokerRegistry, ZkClient, ZkNodeExistsError } from '@klog/zk-registry';
+import { join } from 'node:path';
+import { BrokerRegistry, TopicIsReplicatedError, ZkClient, ZkNodeExistsError } from '@klog/zk-registry';
 import type { LogManager } from '@klog/storage';
 import type { Logger } from 'pino';
 import type { BrokerConfig } from './config.js';
@@ -37,7 +38,12 @@ export async function joinCluster(config: BrokerConfig, port: number, logs: LogM
     await registry.registerBroker(config.brokerId, config.host, port, { waitForIdMs: zk.negotiatedSessionTimeoutMs + 2000 });
     const register = (topic: string, partitions: number): Promise<void> =>
       registry.registerTopic(topic, config.brokerId, partitions).catch((err: unknown) => {
-        if (err instanceof ZkNodeExistsError) logger.error({ topic, err }, 'registering topic in ZooKeeper failed: another session holds it');
+        if (err instanceof TopicIsReplicatedError) {
+          // A replicated topic took the name before this broker's paper topic was registered
+          // (docs/replication.md §3): its directories stay on disk, unregistered, for the operator.
+          const dirs = Array.from({ length: partitions }, (_, p) => join(config.logDir, `${topic}-${p}`));
+          logger.error({ topic, dirs }, 'paper topic not registered: a replicated topic has this name; its directories are kept for the operator');
+        } else if (err instanceof ZkNodeExistsError) logger.error({ topic, err }, 'registering topic in ZooKeeper failed: another session holds it');
         else logger.warn({ topic, err }, 'topic not registered in ZooKeeper yet; it is registered once ZooKeeper answers');
       });
     const stopListening = logs.onTopicCreated((topic, partitions) => void register(topic, partitions));

@@ -81,6 +81,38 @@ export interface BrokerConfig {
   kafkaPort?: number;
   /** Host given to Kafka clients in Metadata and FindCoordinator answers (`kafka.advertised.host`); default `host`. */
   kafkaAdvertisedHost?: string;
+  /**
+   * Whether the controller may elect a leader outside the ISR when no ISR member is live
+   * (`unclean.leader.election.enable`, docs/replication.md §12); default false. A topic's own
+   * setting overrides it.
+   */
+  uncleanLeaderElection: boolean;
+  /** On SIGTERM, move this broker's leaderships away before stopping (`controlled.shutdown.enable`, §15.2); default true. */
+  controlledShutdownEnable: boolean;
+  /** How many more times a controlled shutdown asks the controller while partitions are left (`controlled.shutdown.max.retries`); default 3. */
+  controlledShutdownMaxRetries: number;
+  /** Wait between two such asks, ms (`controlled.shutdown.retry.backoff.ms`); default 5000. */
+  controlledShutdownRetryBackoffMs: number;
+  /** How long the controller waits for a broker's answer before it reconnects and sends again, ms (`controller.request.timeout.ms`); default 30000. */
+  controllerRequestTimeoutMs: number;
+  /** For tests only: the controller's wait between two batches of partition writes, ms (`controller.batch.delay.ms`); default 0. */
+  controllerBatchDelayMs: number;
+  /** A follower not caught up (flushed) for longer than this many ms leaves the ISR (`replica.lag.time.max.ms`, docs/replication.md §9.4); default 10 000. */
+  replicaLagTimeMaxMs: number;
+  /** `maxBytes` per partition of a follower's REPLICA_FETCH, in bytes (`replica.fetch.max.bytes`); default 1 MiB. */
+  replicaFetchMaxBytes: number;
+  /** `maxWaitMs` of a follower's REPLICA_FETCH (`replica.fetch.wait.max.ms`); default 500. */
+  replicaFetchWaitMaxMs: number;
+  /** A follower's wait in ms after a failed replica fetch (`replica.fetch.backoff.ms`); default 1000. */
+  replicaFetchBackoffMs: number;
+  /** `min.insync.replicas` of topics created without one (`min.insync.replicas`, docs/replication.md §11); default 1. */
+  minInsyncReplicas: number;
+  /**
+   * For tests only: a follower waits this many ms before it truncates and fetches a partition it
+   * has just been told to follow (`replica.fetch.start.delay.ms`, docs/replication.md §17.3,
+   * §17.4); default 0.
+   */
+  replicaFetchStartDelayMs: number;
 }
 
 /** Values of the `read.path` setting. */
@@ -132,6 +164,18 @@ export const defaultBrokerConfig: Omit<BrokerConfig, 'logDir'> = {
   queuedMaxRequestBytes: 128 * 1024 * 1024,
   connectionsMaxIdleMs: 600_000,
   maxConnections: 10_000,
+  uncleanLeaderElection: false,
+  controlledShutdownEnable: true,
+  controlledShutdownMaxRetries: 3,
+  controlledShutdownRetryBackoffMs: 5000,
+  controllerRequestTimeoutMs: 30_000,
+  controllerBatchDelayMs: 0,
+  replicaLagTimeMaxMs: 10_000,
+  replicaFetchMaxBytes: 1024 * 1024,
+  replicaFetchWaitMaxMs: 500,
+  replicaFetchBackoffMs: 1000,
+  minInsyncReplicas: 1,
+  replicaFetchStartDelayMs: 0,
 };
 
 /** A configuration value that is missing or not of its kind; its message names the setting. */
@@ -182,6 +226,18 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
   'max.connections': 'maxConnections',
   'kafka.port': 'kafkaPort',
   'kafka.advertised.host': 'kafkaAdvertisedHost',
+  'unclean.leader.election.enable': 'uncleanLeaderElection',
+  'controlled.shutdown.enable': 'controlledShutdownEnable',
+  'controlled.shutdown.max.retries': 'controlledShutdownMaxRetries',
+  'controlled.shutdown.retry.backoff.ms': 'controlledShutdownRetryBackoffMs',
+  'controller.request.timeout.ms': 'controllerRequestTimeoutMs',
+  'controller.batch.delay.ms': 'controllerBatchDelayMs',
+  'replica.lag.time.max.ms': 'replicaLagTimeMaxMs',
+  'replica.fetch.max.bytes': 'replicaFetchMaxBytes',
+  'replica.fetch.wait.max.ms': 'replicaFetchWaitMaxMs',
+  'replica.fetch.backoff.ms': 'replicaFetchBackoffMs',
+  'min.insync.replicas': 'minInsyncReplicas',
+  'replica.fetch.start.delay.ms': 'replicaFetchStartDelayMs',
 };
 
 /** Smallest value of each numeric setting. */
@@ -206,6 +262,16 @@ const minimums: Record<NumericKey, number> = {
   connectionsMaxIdleMs: 100,
   maxConnections: 1,
   kafkaPort: 0,
+  controlledShutdownMaxRetries: 0,
+  controlledShutdownRetryBackoffMs: 0,
+  controllerRequestTimeoutMs: 100,
+  controllerBatchDelayMs: 0,
+  replicaLagTimeMaxMs: 1,
+  replicaFetchMaxBytes: 1,
+  replicaFetchWaitMaxMs: 0,
+  replicaFetchBackoffMs: 0,
+  minInsyncReplicas: 1,
+  replicaFetchStartDelayMs: 0,
 };
 
 /**
@@ -246,7 +312,7 @@ export function readPropertiesFile(path: string): Partial<BrokerConfig> {
     if (setting === 'host' || setting === 'logDir' || setting === 'zookeeper' || setting === 'kafkaAdvertisedHost') out[setting] = value;
     else if (setting === 'readPath') out.readPath = parseReadPath(value, `${path}: ${key}`);
     else if (setting === 'flushPolicy') out.flushPolicy = parseFlushPolicy(value, `${path}: ${key}`);
-    else if (setting === 'autoCreateTopics') out.autoCreateTopics = parseBoolean(value, `${path}: ${key}`);
+    else if (setting === 'autoCreateTopics' || setting === 'uncleanLeaderElection' || setting === 'controlledShutdownEnable') out[setting] = parseBoolean(value, `${path}: ${key}`);
     else out[setting] = parseSetting(setting, value, `${path}: ${key}`);
   }
   return out;

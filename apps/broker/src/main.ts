@@ -94,6 +94,50 @@ const program = new Command('klog-broker')
   .option('--max-connections <n>', `most client connections at once (max.connections, default ${d.maxConnections})`, int('maxConnections', '--max-connections'))
   .option('--kafka-port <port>', "also speak Kafka's wire protocol on this port, 0 picks a free one (kafka.port, default: none)", int('kafkaPort', '--kafka-port'))
   .option('--kafka-advertised-host <host>', 'host given to Kafka clients (kafka.advertised.host, default: --host)')
+  .option(
+    '--unclean-leader-election-enable <bool>',
+    `controller: elect a leader outside the ISR when no ISR member is live, losing what it lacks (unclean.leader.election.enable, default ${d.uncleanLeaderElection})`,
+    parsed(parseBoolean, '--unclean-leader-election-enable'),
+  )
+  .option(
+    '--controlled-shutdown-enable <bool>',
+    `on SIGTERM, move this broker's leaderships away before stopping (controlled.shutdown.enable, default ${d.controlledShutdownEnable})`,
+    parsed(parseBoolean, '--controlled-shutdown-enable'),
+  )
+  .option(
+    '--controlled-shutdown-max-retries <n>',
+    `asks of a controlled shutdown after the first while partitions are left (controlled.shutdown.max.retries, default ${d.controlledShutdownMaxRetries})`,
+    int('controlledShutdownMaxRetries', '--controlled-shutdown-max-retries'),
+  )
+  .option(
+    '--controlled-shutdown-retry-backoff-ms <ms>',
+    `wait between those asks (controlled.shutdown.retry.backoff.ms, default ${d.controlledShutdownRetryBackoffMs})`,
+    int('controlledShutdownRetryBackoffMs', '--controlled-shutdown-retry-backoff-ms'),
+  )
+  .option(
+    '--controller-request-timeout-ms <ms>',
+    `controller: wait for a broker's answer before reconnecting and sending again (controller.request.timeout.ms, default ${d.controllerRequestTimeoutMs})`,
+    int('controllerRequestTimeoutMs', '--controller-request-timeout-ms'),
+  )
+  .option(
+    '--controller-batch-delay-ms <ms>',
+    `for tests only: the controller's wait between two batches of partition writes (controller.batch.delay.ms, default ${d.controllerBatchDelayMs})`,
+    int('controllerBatchDelayMs', '--controller-batch-delay-ms'),
+  )
+  .option(
+    '--replica-lag-time-max-ms <ms>',
+    `a follower not caught up for longer leaves the ISR (replica.lag.time.max.ms, default ${d.replicaLagTimeMaxMs})`,
+    int('replicaLagTimeMaxMs', '--replica-lag-time-max-ms'),
+  )
+  .option('--replica-fetch-max-bytes <bytes>', `bytes per partition of a follower's fetch (replica.fetch.max.bytes, default ${d.replicaFetchMaxBytes})`, int('replicaFetchMaxBytes', '--replica-fetch-max-bytes'))
+  .option('--replica-fetch-wait-max-ms <ms>', `long poll of a follower's fetch (replica.fetch.wait.max.ms, default ${d.replicaFetchWaitMaxMs})`, int('replicaFetchWaitMaxMs', '--replica-fetch-wait-max-ms'))
+  .option('--replica-fetch-backoff-ms <ms>', `a follower's wait after a failed fetch (replica.fetch.backoff.ms, default ${d.replicaFetchBackoffMs})`, int('replicaFetchBackoffMs', '--replica-fetch-backoff-ms'))
+  .option('--min-insync-replicas <n>', `default min.insync.replicas of replicated topics (min.insync.replicas, default ${d.minInsyncReplicas})`, int('minInsyncReplicas', '--min-insync-replicas'))
+  .option(
+    '--replica-fetch-start-delay-ms <ms>',
+    `for tests only: a new follower waits this long before it truncates and fetches (replica.fetch.start.delay.ms, default ${d.replicaFetchStartDelayMs})`,
+    int('replicaFetchStartDelayMs', '--replica-fetch-start-delay-ms'),
+  )
   .addOption(new Option('--log-level <level>', 'lowest level logged').choices(logLevels).default('info'))
   .addOption(new Option('--log-format <format>', 'auto: pretty on a terminal, JSON lines otherwise').choices(logFormats).default('auto'))
   .addHelpText(
@@ -122,6 +166,11 @@ async function main(): Promise<void> {
     ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['autoCreateTopicsEnable', 'autoCreateTopics'], ['maxPartitions', 'maxPartitions'],
     ['queuedMaxRequestBytes', 'queuedMaxRequestBytes'], ['connectionsMaxIdleMs', 'connectionsMaxIdleMs'], ['maxConnections', 'maxConnections'],
     ['kafkaPort', 'kafkaPort'], ['kafkaAdvertisedHost', 'kafkaAdvertisedHost'],
+    ['uncleanLeaderElectionEnable', 'uncleanLeaderElection'], ['controlledShutdownEnable', 'controlledShutdownEnable'],
+    ['controlledShutdownMaxRetries', 'controlledShutdownMaxRetries'], ['controlledShutdownRetryBackoffMs', 'controlledShutdownRetryBackoffMs'],
+    ['controllerRequestTimeoutMs', 'controllerRequestTimeoutMs'], ['controllerBatchDelayMs', 'controllerBatchDelayMs'],
+    ['replicaLagTimeMaxMs', 'replicaLagTimeMaxMs'], ['replicaFetchMaxBytes', 'replicaFetchMaxBytes'], ['replicaFetchWaitMaxMs', 'replicaFetchWaitMaxMs'],
+    ['replicaFetchBackoffMs', 'replicaFetchBackoffMs'], ['minInsyncReplicas', 'minInsyncReplicas'], ['replicaFetchStartDelayMs', 'replicaFetchStartDelayMs'],
   ];
   for (const [flag, key] of flags) if (o[flag] !== undefined) (settings as Record<string, unknown>)[key] = o[flag];
   if (o.retentionHours !== undefined) settings.retentionMs = Number(o.retentionHours) * 3600 * 1000;

@@ -31,6 +31,9 @@
  * | `klog_crc_path` | gauge | path (native, js) | 1 for how message CRCs are checked (the CRC addon or JavaScript), else 0 |
  * | `process_*`, `nodejs_*` | | | prom-client's default metrics (CPU, memory, event loop lag, GC, handles) |
  *
+ * The metrics of a leader and a follower of replicated partitions (docs/replication.md §15.3) are
+ * in the same registry, kept by replication/replication-metrics.ts.
+ *
  * The per-request counters (messages and bytes in and out, fetch responses, requests, request
  * durations) are plain numbers on the request path, copied into the exposition when the registry
  * is read: a labelled prom-client `inc` or `observe` costs about as much as checking a small

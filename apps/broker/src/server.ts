@@ -14,6 +14,16 @@ import { ConnectionLimits } from './connection-limits.js';
 import type { BrokerContext } from './handlers/index.js';
 import { BrokerMetrics, serveMetrics } from './metrics.js';
 import { startKafkaListener, type KafkaListener } from './kafka/listener.js';
+import { Controller } from './controller/controller.js';
+import { ControllerMetrics } from './controller/controller-metrics.js';
+import { controlledShutdown } from './controller/controlled-shutdown.js';
+import { localTarget, remoteTarget } from './controller/targets.js';
+import { MetadataCache } from './replication/metadata-cache.js';
+import { ReplicaManager } from './replication/replica-manager.js';
+import { ReplicationMetrics } from './replication/replication-metrics.js';
+import { logManagerReplicaStore } from './replication/replica-store.js';
+import { ZkIsrWriter } from './replication/zk-isr-writer.js';
+import { renameStaleReplicas } from './replication/stale-replicas.js';
 
 /** A started broker. */
 export interface Broker {
@@ -31,6 +41,12 @@ export interface Broker {
   readonly cluster: ClusterMembership | undefined;
   /** The Kafka listener (docs/kafka-protocol.md), or undefined without `kafka.port`. */
   readonly kafka: KafkaListener | undefined;
+  /** The controller election and controller (docs/replication.md §5) in cluster mode; undefined when standalone. */
+  readonly controller: Controller | undefined;
+  /** Replicated topics as watched in ZooKeeper (docs/replication.md §13.1) in cluster mode; undefined when standalone. */
+  readonly metadataCache: MetadataCache | undefined;
+  /** The replicated partitions of the broker and their roles (docs/replication.md §9). */
+  readonly replicas: ReplicaManager;
   /** Stops accepting, closes connections, flushes every log and writes the clean-shutdown marker. */
   close(): Promise<void>;
 }
@@ -51,7 +67,14 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   const logs = await LogManager.open({ ...config, logger });
   const abort = new AbortController();
   const metrics = new BrokerMetrics(readPath, logs);
-  const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal };
+  let cluster: ClusterMembership | undefined;
+  // The leader's ISR writes go to ZooKeeper once the broker has joined the cluster (docs/replication.md §3.2).
+  const isrWriter = config.zookeeper === undefined ? undefined : new ZkIsrWriter(() => cluster?.zk, logger);
+  const replicationMetrics = new ReplicationMetrics(metrics.registry);
+  replicationMetrics.countStaleReplicaDirs(metrics.registry, () => logs.staleReplicaDirs);
+  const replicas = new ReplicaManager({ config, logger, metrics: replicationMetrics, store: logManagerReplicaStore(logs), isrWriter });
+  const ctx: BrokerContext = { config, logs, logger, metrics, readPath, closing: abort.signal, replicas };
+  const controllerMetrics = new ControllerMetrics(metrics.registry);
   const limits = new ConnectionLimits(config, logger);
   metrics.countConnections(() => limits.size);
   const server: Server = createServer((socket) => limits.admit(socket, 'klog', (s, memory) => new Connection(ctx, s, memory)));
@@ -77,10 +100,13 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       throw err;
     }
   }
-  let cluster: ClusterMembership | undefined;
   if (config.zookeeper !== undefined) {
     try {
       cluster = await joinCluster(config, port, logs, logger);
+      // A session that expired may have been replaced by another leader: fence every leadership (§9.1).
+      cluster.zk.on('expired', () => replicas.fenceAll('the ZooKeeper session expired'));
+      // Replicas of topics deleted (or created again) while the broker was down are renamed aside (§8.1).
+      await renameStaleReplicas(cluster.zk, logs, logger).catch((err: unknown) => logger.warn({ err }, 'checking replica directories against ZooKeeper failed; they are kept'));
     } catch (err) {
       limits.stop();
       server.close();
@@ -88,6 +114,26 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       await logs.close();
       throw err;
     }
+  }
+  let controller: Controller | undefined;
+  let metadataCache: MetadataCache | undefined;
+  if (cluster !== undefined) {
+    metadataCache = new MetadataCache(cluster.zk, logger);
+    controller = new Controller({
+      zk: cluster.zk,
+      brokerId: config.brokerId,
+      logger: logger.child({ component: 'controller' }),
+      metrics: controllerMetrics,
+      uncleanLeaderElection: config.uncleanLeaderElection,
+      defaultMinInsyncReplicas: config.minInsyncReplicas,
+      batchDelayMs: config.controllerBatchDelayMs,
+      target: (b, address) => (b === config.brokerId ? localTarget(ctx) : remoteTarget(address.host, address.port, config.controllerRequestTimeoutMs)),
+    });
+    ctx.metadataCache = metadataCache;
+    ctx.controller = controller;
+    const cache = metadataCache;
+    replicas.useTopicDirectory((topic) => cache.isReplicated(topic));
+    controller.start();
   }
   let kafka: KafkaListener | undefined;
   if (config.kafkaPort !== undefined) {
@@ -97,6 +143,8 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       limits.stop();
       server.close();
       metricsServer?.close();
+      await controller?.stop();
+      metadataCache?.close();
       await cluster?.leave();
       await logs.close();
       throw err;
@@ -125,8 +173,15 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= (async () => {
+      // Controlled shutdown first (docs/replication.md §15.2), while the broker still serves.
+      if (cluster !== undefined && controller !== undefined && config.controlledShutdownEnable && (metadataCache?.topicCount ?? 0) > 0) {
+        await controlledShutdown({ zk: cluster.zk, controller, config, logger });
+      }
+      await controller?.stop();
+      metadataCache?.close();
       abort.abort();
       limits.stop();
+      await replicas.close();
       await kafka?.close();
       await cluster?.leave();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -140,7 +195,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
     })());
 
   const effective = { ...config, port, ...(metricsPort !== undefined ? { metricsPort } : {}), ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}) };
-  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, close };
+  return { config: effective, host: config.host, port, logs, metrics, readPath, metricsPort, cluster, kafka, replicas, controller, metadataCache, close };
 }
 
 /**

@@ -188,8 +188,8 @@ describe('broker (standalone)', () => {
     await start({ flushMessages: 1 });
     const c = await client();
     expect((await c.request(encodeFrame(42, (e) => e.writeInt32(7)))).code).toBe(ErrorCode.UnknownRequestType);
-    // A replication request that decodes, on a broker that does not serve it yet.
-    expect((await c.request(encodeControlledShutdownRequest({ brokerId: 1, brokerEpoch: 5 }))).code).toBe(ErrorCode.UnknownRequestType);
+    // CONTROLLED_SHUTDOWN to a standalone broker: it is no controller (docs/replication.md §6.5).
+    expect((await c.request(encodeControlledShutdownRequest({ brokerId: 1, brokerEpoch: 5 }))).code).toBe(ErrorCode.NotController);
     expect((await c.request(encodeFrame(RequestType.Fetch, (e) => e.writeInt16(500)))).code).toBe(ErrorCode.InvalidRequest);
     expect((await c.request(encodeFrame(RequestType.Fetch, (e) => e.writeString('../etc').writeInt32(0).writeInt64(0).writeInt32(10)))).code).toBe(
       ErrorCode.InvalidTopic,

@@ -66,8 +66,12 @@ export interface MirrorConfig {
   retryBackoffMs: number;
   /** Longest wait between resends, ms; default 5000. */
   retryBackoffMaxMs: number;
-  /** Acknowledgement level asked of the target: 1 appended, 2 appended and flushed; default 1. */
-  acks: 1 | 2;
+  /**
+   * Acknowledgement level asked of the target: 1 appended, 2 appended and flushed, −1 (`all`)
+   * flushed on every in-sync replica of a replicated target topic (as 2 on a paper topic,
+   * docs/replication.md §11, §14); default 1.
+   */
+  acks: 1 | 2 | -1;
   /** Producer batch size, messages; default 200. */
   batchSize: number;
   /** Producer linger, ms; default 5. */
@@ -134,7 +138,6 @@ const numeric: ReadonlyArray<readonly [keyof MirrorConfig, string, number]> = [
   ['maxInFlightMessages', 'max.in.flight.messages', 1],
   ['retryBackoffMs', 'retry.backoff.ms', 1],
   ['retryBackoffMaxMs', 'retry.backoff.max.ms', 1],
-  ['acks', 'acks', 1],
   ['batchSize', 'batch.size', 1],
   ['lingerMs', 'linger.ms', 0],
   ['zkSessionTimeoutMs', 'zookeeper.session.timeout.ms', 1],
@@ -163,6 +166,18 @@ const stringKeys: ReadonlyArray<readonly [keyof MirrorConfig, string[]]> = [
  * Parses a non-negative integer setting.
  * @throws ConfigError naming `where` and the value
  */
+/**
+ * The `acks` setting: 1, 2, or `all` (also −1).
+ * @throws ConfigError naming `where` for anything else (0 too: the mirror commits only what the target acknowledged)
+ */
+export function parseAcksSetting(value: unknown, where: string): 1 | 2 | -1 {
+  const v = typeof value === 'string' ? value.trim() : value;
+  if (v === 1 || v === '1') return 1;
+  if (v === 2 || v === '2') return 2;
+  if (v === -1 || v === '-1' || v === 'all') return -1;
+  throw new ConfigError(`${where} ${JSON.stringify(value)} must be 1, 2 or all (the mirror commits only what the target acknowledged)`);
+}
+
 export function parseIntSetting(value: unknown, where: string, least = 0): number {
   const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
   if (!Number.isSafeInteger(n) || n < least) throw new ConfigError(`${where}: ${JSON.stringify(value)} is not an integer ≥ ${least}`);
@@ -199,6 +214,7 @@ export function readConfigFile(file: string): Partial<MirrorConfig> {
       const num = numeric.find(([field, prop]) => field === key || prop === key);
       const str = stringKeys.find(([field, props]) => field === key || props.includes(key));
       if (num) set[num[0]] = parseIntSetting(value, `${file}: ${key}`, num[2]);
+      else if (key === 'acks') set['acks'] = parseAcksSetting(value, `${file}: ${key}`);
       else if (str && typeof value === 'string') set[str[0]] = value;
       else throw new ConfigError(`${file}: unknown setting or bad value ${key}=${JSON.stringify(value)}`);
     }
@@ -212,7 +228,8 @@ export function readConfigFile(file: string): Partial<MirrorConfig> {
     }
     const num = numeric.find(([, prop]) => prop === key);
     const str = stringKeys.find(([, propsOf]) => propsOf.includes(key));
-    if (num) set[num[0]] = parseIntSetting(value, `${file}: ${key}`, num[2]);
+    if (key === 'acks') set['acks'] = parseAcksSetting(value, `${file}: ${key}`);
+    else if (num) set[num[0]] = parseIntSetting(value, `${file}: ${key}`, num[2]);
     else if (str) set[str[0]] = value;
     else throw new ConfigError(`${file}: unknown setting ${key}`);
   }
@@ -251,7 +268,7 @@ export function resolveConfig(partial: Partial<MirrorConfig>): MirrorConfig {
     parseIntSetting(value, where, least);
   }
   if (c.metricsPort !== undefined && c.metricsPort > 65535) throw new ConfigError(`metrics.port ${c.metricsPort} is above 65535`);
-  if (c.acks !== 1 && c.acks !== 2) throw new ConfigError(`acks ${String(c.acks)} must be 1 or 2 (the mirror commits only what the target acknowledged)`);
+  parseAcksSetting(c.acks, 'acks');
   if (c.auditWindowMs !== 0 && c.auditWindowMs < minAuditWindowMs) throw new ConfigError(`audit.window.ms ${c.auditWindowMs} must be 0 (no audit) or at least ${minAuditWindowMs}`);
   try {
     validateTopic(c.auditTopic);

@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { createLogger, logFormats, type LogFormat, type LogLevel, logLevels } from '@klog/logger/pino';
 import { closeOnSignals } from '@klog/logger/shutdown';
-import { ConfigError, parseIntSetting, readConfigFile, resolveConfig, type MirrorConfig } from './config.js';
+import { ConfigError, parseAcksSetting, parseIntSetting, readConfigFile, resolveConfig, type MirrorConfig } from './config.js';
 import { MirrorMaker } from './mirror-maker.js';
 
 const int = (flag: string, least = 0) => (v: string): number => {
@@ -39,7 +39,13 @@ const program = new Command('klog-mirror-maker')
   .option('--max-in-flight-messages <n>', 'messages sent and not yet acknowledged, per source (default 5000)', int('--max-in-flight-messages', 1))
   .option('--retry-backoff-ms <ms>', 'first wait before resending what the target did not acknowledge (default 200)', int('--retry-backoff-ms', 1))
   .option('--retry-backoff-max-ms <ms>', 'longest wait between resends (default 5000)', int('--retry-backoff-max-ms', 1))
-  .option('--acks <n>', 'target acknowledgement: 1 appended, 2 appended and flushed (default 1)', int('--acks', 1))
+  .option('--acks <1|2|all>', 'target acknowledgement: 1 appended, 2 appended and flushed, all flushed on every in-sync replica of a replicated target (default 1)', (v: string) => {
+    try {
+      return parseAcksSetting(v, '--acks');
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  })
   .option('--batch-size <n>', 'producer batch size in messages (default 200)', int('--batch-size', 1))
   .option('--linger-ms <ms>', 'producer linger (default 5)', int('--linger-ms'))
   .option('--zk-session-timeout-ms <ms>', 'ZooKeeper session timeout (default 6000)', int('--zk-session-timeout-ms', 1))

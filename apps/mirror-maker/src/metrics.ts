@@ -11,13 +11,14 @@
  * | `klog_mirror_gaps_total` | counter | source | ranges source retention deleted before they were mirrored |
  * | `klog_mirror_gap_bytes_total` | counter | source | bytes of source log in those ranges |
  * | `klog_mirror_lag_bytes` | gauge | source | bytes of the owned source partitions not yet taken (as of the last progress line, every `--stats-interval-ms`) |
- * | `klog_mirror_partition_lag_bytes` | gauge | source, topic, partition | the same per source partition (`<brokerId>-<partition>`) |
+ * | `klog_mirror_partition_lag_bytes` | gauge | source, topic, partition | per source partition (`<brokerId>-<partition>`; replicated: `<partition>`) |
  * | `process_*`, `nodejs_*` | | | prom-client's default metrics |
  */
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { MirrorStats } from './source-mirror.js';
+import { replicatedBrokerId } from '@klog/client';
 
 /** A source cluster and how to read its stats. */
 export interface MirrorMetricsSource {
@@ -55,7 +56,7 @@ export function mirrorMetrics(sources: readonly MirrorMetricsSource[]): Registry
     collect() {
       this.reset();
       for (const s of sources) {
-        for (const p of s.stats().partitions) if (p.lag !== null) this.set({ source: s.source, topic: p.topic, partition: `${p.brokerId}-${p.partition}` }, p.lag);
+        for (const p of s.stats().partitions) if (p.lag !== null) this.set({ source: s.source, topic: p.topic, partition: p.brokerId === replicatedBrokerId ? String(p.partition) : `${p.brokerId}-${p.partition}` }, p.lag);
       }
     },
   });

@@ -6,10 +6,8 @@
  * stands for every message before it, so it never moves past a message still in flight.
  */
 
-/** Key of a source partition: `<topic>/<brokerId>-<partition>`. */
-export function partitionKey(p: { readonly topic: string; readonly brokerId: number; readonly partition: number }): string {
-  return `${p.topic}/${p.brokerId}-${p.partition}`;
-}
+/** Key of a source partition: `<topic>/<brokerId>-<partition>`, `<topic>/<partition>` for a replicated topic (the group consumer's key). */
+export { partitionKey } from '@klog/client';
 
 /** One message taken from the source and not yet part of the acknowledged prefix. */
 export interface InFlight {

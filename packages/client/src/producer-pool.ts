@@ -42,18 +42,21 @@ import { compressionCodecOf, type CompressionType, entrySizeInBytes, type Messag
 import { AuditCounter, type AuditCounterOptions, type AuditOptions } from './audit/audit-counter.js';
 import { Connection } from './connection.js';
 import { KlogError } from './errors.js';
+import { checkLeaderRetryOptions, type LeaderRetryOptions } from './leader-retry.js';
 import { failBatches, newSendCall } from './producer/acknowledgements.js';
 import { checkMetadataHost, type StampedFields, stampHeaders } from './producer/metadata-stamp.js';
 import { RecordAccumulator } from './producer/record-accumulator.js';
 import { RequestSender } from './producer/request-sender.js';
 import {
   type Acks,
+  type AcksOption,
   type BrokerState,
   type Logger,
   type PartitionBatch,
   type PartitionMeta,
   type PartitionTarget,
   type PooledBroker,
+  parseAcksOption,
   type SendCall,
   type SendResult,
   SizeQueue,
@@ -61,6 +64,7 @@ import {
 
 export {
   type Acks,
+  type AcksOption,
   type Logger,
   type PartitionMeta,
   type PartitionTarget,
@@ -78,14 +82,18 @@ export const defaultLingerMs = 5;
 /** Default bound on bytes batched or in flight. */
 export const defaultMaxInFlightBytes = 32 * 1024 * 1024;
 
-/** Batching and acknowledgement settings shared by both producers. */
-export interface ProducerPoolOptions {
+/**
+ * Batching and acknowledgement settings shared by both producers, and the bounds of their
+ * retries across leader changes on replicated topics (`retryTimeoutMs`, `maxRetries`,
+ * docs/replication.md §13.2).
+ */
+export interface ProducerPoolOptions extends LeaderRetryOptions {
   /** Messages per broker that trigger sending its batch at once. Default 200. */
   readonly batchSize?: number;
   /** Most ms a message waits in a batch before the batch is sent. Default 5. */
   readonly lingerMs?: number;
-  /** Acknowledgement level, see {@link Acks}. Default 0. */
-  readonly acks?: Acks;
+  /** Acknowledgement level, see {@link Acks}; `'all'` is −1. Default 0. */
+  readonly acks?: AcksOption;
   /**
    * Most bytes of encoded messages in batches or in flight (not yet handed to the operating
    * system with acks 0, not yet acknowledged with acks 1-2); `send` waits while they are
@@ -167,7 +175,7 @@ export class ProducerPool {
   constructor(options: ProducerPoolOptions, publish?: AuditCounterOptions['send']) {
     const batchSize = options.batchSize ?? defaultBatchSize;
     const lingerMs = options.lingerMs ?? defaultLingerMs;
-    this.acks = options.acks ?? 0;
+    this.acks = parseAcksOption(options.acks);
     this.maxInFlightBytes = options.maxInFlightBytes ?? defaultMaxInFlightBytes;
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.connectTimeoutMs = options.connectTimeoutMs;
@@ -179,9 +187,9 @@ export class ProducerPool {
     checkMetadataHost(this.metadataHost);
     if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize ${batchSize} must be an integer ≥ 1`);
     if (!Number.isFinite(lingerMs) || lingerMs < 0) throw new RangeError(`lingerMs ${lingerMs} must be ≥ 0`);
-    if (this.acks !== 0 && this.acks !== 1 && this.acks !== 2) throw new RangeError(`acks ${String(this.acks)} must be 0, 1 or 2`);
     if (!(this.maxInFlightBytes > 0)) throw new RangeError(`maxInFlightBytes ${this.maxInFlightBytes} must be > 0`);
     if (options.audit !== undefined && publish === undefined) throw new RangeError('audit needs a publish function');
+    checkLeaderRetryOptions(options);
     this.accumulator = new RecordAccumulator(batchSize, lingerMs, (b) => this.sendBatches(b));
     this.sender = new RequestSender(this.acks, codec, {
       started: (b) => {

@@ -3,20 +3,27 @@
  * batching them by count and by linger time into one message set per partition and one request
  * per broker.
  *
- * The partitions of a topic are numbered over the broker list: for each broker in list order,
+ * The partitions of a paper topic are numbered over the broker list: for each broker in list order,
  * its partitions of the topic (its METADATA answer), so with brokers A (2 partitions) and B (3),
- * partitions 0-1 are A's 0-1 and partitions 2-4 are B's 0-2.
+ * partitions 0-1 are A's 0-1 and partitions 2-4 are B's 0-2. A replicated topic
+ * (docs/replication.md §13) has its own partitions `0..N-1`: the producer asks a broker of the
+ * list where they are led (TOPIC_METADATA), sends each partition's records to its leader, and
+ * follows the leader when it moves (`NotLeaderForPartition` and the like are retried, in order,
+ * within `retryTimeoutMs` and `maxRetries`).
  *
  * Batching, acknowledgements (`acks` 0, 1, 2), the bound on bytes in flight, message metadata
  * (`stampMetadata`) and compression (`compression: 'gzip'`) are the {@link ProducerPool}'s,
  * shared with {@link ZkProducer}.
  */
+import { silentLogger } from '@klog/logger';
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
 import { KlogBrokerError, KlogError } from './errors.js';
+import { MetadataLeaderView } from './leader-view.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
+import { ReplicatedRouter } from './producer/replicated-router.js';
 
-export { type Acks, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes, type RecordFields, type SendOptions } from './producer-pool.js';
+export { type Acks, type AcksOption, defaultBatchSize, defaultLingerMs, defaultMaxInFlightBytes, type RecordFields, type SendOptions } from './producer-pool.js';
 
 /** One record to send: the {@link RecordFields} both producers take, and how to name a partition. */
 export interface ProducerRecord extends RecordFields {
@@ -27,7 +34,7 @@ export interface ProducerRecord extends RecordFields {
 /** Where a record went. */
 export interface RecordMetadata {
   readonly topic: string;
-  /** Partition number over the broker list (0..N-1). */
+  /** Partition number over the broker list (0..N-1); of a replicated topic, its partition (0..N-1). */
   readonly partition: number;
   /** Byte offset of the message in its partition; only with acks 1 or 2. */
   readonly offset?: number;
@@ -87,6 +94,9 @@ export class Producer {
 
   /** Partitions of each topic asked for so far, in order over the broker list. */
   private readonly topics = new Map<string, Promise<PartitionTarget<RecordMetadata>[]>>();
+  /** Where the partitions of replicated topics are led (TOPIC_METADATA to the list). */
+  private readonly leaders: MetadataLeaderView;
+  private readonly router: ReplicatedRouter<RecordMetadata>;
 
   /** @throws KlogError when the broker list is empty or malformed, RangeError for a bad batchSize, lingerMs, acks, maxInFlightBytes or audit window */
   constructor(options: ProducerOptions) {
@@ -95,6 +105,26 @@ export class Producer {
     this.brokers = addresses.map(({ host, port }) => this.pool.broker(host, port));
     this.partitioner = options.partitioner ?? hashPartitioner;
     this.logger = options.logger;
+    this.leaders = new MetadataLeaderView(() => this.brokers.map((b) => b.connection), options.logger);
+    this.router = new ReplicatedRouter<RecordMetadata>({
+      pool: this.pool,
+      view: this.leaders,
+      broker: (id) => {
+        const a = this.leaders.address(id);
+        return a && this.pool.broker(a.host, a.port);
+      },
+      meta: (topic, partition) => ({ topic, partition }),
+      retry: {
+        ...(options.retryTimeoutMs !== undefined ? { retryTimeoutMs: options.retryTimeoutMs } : {}),
+        ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
+      },
+      logger: options.logger ?? silentLogger,
+    });
+  }
+
+  /** Retries across leader changes of replicated topics so far (docs/replication.md §13.2). */
+  get leaderRetries(): number {
+    return this.router.retries;
   }
 
   /**
@@ -103,16 +133,36 @@ export class Producer {
    * @throws KlogConnectionError when a broker cannot be reached, KlogBrokerError when one answers with an error
    */
   async partitionCount(topic: string): Promise<number> {
+    const replicated = await this.leaders.topic(topic);
+    if (replicated) return replicated.partitions.length;
     return (await this.partitionsOf(topic)).length;
+  }
+
+  /**
+   * Whether `topic` is a replicated topic (docs/replication.md §13): a broker of the list
+   * answered TOPIC_METADATA with its partitions.
+   * @throws KlogConnectionError when no broker of the list answers
+   */
+  async isReplicated(topic: string): Promise<boolean> {
+    return (await this.leaders.topic(topic)) !== undefined;
   }
 
   /**
    * Where each partition of `topic` over the broker list lives: its number (0..N-1), its broker's
    * `host:port`, and its number on that broker (what FETCH and OFFSETS name). Asks as
-   * {@link partitionCount} does.
+   * {@link partitionCount} does. For a replicated topic: each partition with a live leader, at
+   * that leader.
    * @throws as {@link partitionCount}
    */
   async partitionBrokers(topic: string): Promise<{ readonly partition: number; readonly broker: string; readonly brokerPartition: number }[]> {
+    const replicated = await this.leaders.topic(topic);
+    if (replicated) {
+      // A replicated partition is where its leader is now (its number is the same on every replica).
+      return replicated.partitions.flatMap((p) => {
+        const a = p.leader >= 0 ? this.leaders.address(p.leader) : undefined;
+        return a ? [{ partition: p.partition, broker: `${a.host}:${a.port}`, brokerPartition: p.partition }] : [];
+      });
+    }
     return (await this.partitionsOf(topic)).map((t) => ({ partition: t.meta.partition, broker: t.broker.address, brokerPartition: t.brokerPartition }));
   }
 
@@ -131,6 +181,22 @@ export class Producer {
   async send(topic: string, records: readonly ProducerRecord[], options?: SendOptions): Promise<Array<RecordMetadata | Error>> {
     this.pool.checkOpen();
     validateTopic(topic);
+    const replicated = await this.leaders.topic(topic);
+    if (replicated) {
+      return this.router.send(
+        replicated,
+        records,
+        (r, i, n) => {
+          const rec = r as ProducerRecord;
+          if (rec.partition !== undefined) {
+            if (!Number.isInteger(rec.partition) || rec.partition < 0 || rec.partition >= n) throw new RangeError(`record ${i}: partition ${rec.partition} of topic ${topic} is outside 0..${n - 1}`);
+            return rec.partition;
+          }
+          return rec.key !== undefined ? this.partitioner(toBuffer(rec.key), n) : randomPartition(n);
+        },
+        options?.settle === 'each',
+      );
+    }
     const partitions = await this.partitionsOf(topic);
     const n = partitions.length;
     // One pass for both arrays: at one request per record, this is per-record work too.

@@ -34,13 +34,20 @@ import {
   readMessageSet,
   validateTopic,
 } from '@klog/protocol';
+import type { Logger } from '@klog/logger';
 import { Connection } from './connection.js';
+import { LeaderConnections } from './leader-connections.js';
+import type { LeaderRetryOptions } from './leader-retry.js';
 import { DecompressedTooLargeError, KlogBrokerError, MessageTooLargeError, OffsetOutOfRangeError, UnknownTopicError } from './errors.js';
 import { sleep } from './sleep.js';
 import { Backoff } from '@klog/retry';
 
-/** Options of a {@link SimpleConsumer}. */
-export interface SimpleConsumerOptions {
+/**
+ * Options of a {@link SimpleConsumer}. On a replicated topic (docs/replication.md §13) its
+ * requests go to each partition's leader, retried across leader changes within `retryTimeoutMs`
+ * and `maxRetries`.
+ */
+export interface SimpleConsumerOptions extends LeaderRetryOptions {
   readonly host: string;
   readonly port: number;
   /** The largest fetch this consumer makes, in bytes; a message larger than this cannot be read. Default 16 MiB. */
@@ -56,6 +63,8 @@ export interface SimpleConsumerOptions {
    * Default 4 × maxFetchBytes.
    */
   readonly maxDecompressedBytes?: number;
+  /** Hears of leader changes ridden through on replicated topics (one warn line each). */
+  readonly logger?: Logger;
 }
 
 /** A fetch of `(topic, partition, offset, maxBytes)`. */
@@ -137,6 +146,8 @@ export class SimpleConsumer {
   /** Most bytes one fetch decompresses. */
   readonly maxDecompressedBytes: number;
   private readonly connection: Connection;
+  /** Requests of replicated partitions go to their leaders (leader-connections.ts). */
+  private readonly leaders: LeaderConnections;
 
   /** @throws RangeError when maxFetchBytes or maxDecompressedBytes is not a positive integer */
   constructor(options: SimpleConsumerOptions) {
@@ -156,6 +167,12 @@ export class SimpleConsumer {
       maxResponseBytes: this.maxFetchBytes + 64,
     });
     this.broker = this.connection.address;
+    this.leaders = new LeaderConnections(this.connection, { ...options, maxResponseBytes: this.maxFetchBytes + 64 });
+  }
+
+  /** Retries across leader changes of replicated topics so far (docs/replication.md §13.2). */
+  get leaderRetries(): number {
+    return this.leaders.retries;
   }
 
   /**
@@ -179,11 +196,15 @@ export class SimpleConsumer {
     }
     if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`offset ${offset} must be a non-negative integer`);
     if (!Number.isInteger(partition) || partition < 0) throw new RangeError(`partition ${partition} must be a non-negative integer`);
-    const res = await this.connection.request(encodeFetchRequest({ topic, partition, offset, maxBytes, maxWaitMs }), maxWaitMs);
-    const where = { topic, partition, offset, broker: this.broker };
-    const decoded = decodeFetchResponse(res.errorCode, res.body);
-    if (decoded.errorCode === ErrorCode.OffsetOutOfRange) throw new OffsetOutOfRangeError(where, decoded.earliest, decoded.end);
-    if (decoded.errorCode !== ErrorCode.None) throw new KlogBrokerError(decoded.errorCode, where);
+    const frame = encodeFetchRequest({ topic, partition, offset, maxBytes, maxWaitMs });
+    const { decoded, where } = await this.leaders.run(topic, partition, async (c) => {
+      const res = await c.request(frame, maxWaitMs);
+      const at = { topic, partition, offset, broker: c.address };
+      const d = decodeFetchResponse(res.errorCode, res.body);
+      if (d.errorCode === ErrorCode.OffsetOutOfRange) throw new OffsetOutOfRangeError(at, d.earliest, d.end);
+      if (d.errorCode !== ErrorCode.None) throw new KlogBrokerError(d.errorCode, at);
+      return { decoded: d, where: at };
+    });
 
     const read = await readMessageSet(decoded.messages, { baseOffset: offset, maxDecompressedBytes: this.maxDecompressedBytes });
     const { messages, nextOffset, stop } = read;
@@ -231,9 +252,12 @@ export class SimpleConsumer {
    */
   async offsetsBefore(topic: string, partition: number, time: number, maxOffsets = 1): Promise<number[]> {
     validateTopic(topic);
-    const res = await this.connection.request(encodeOffsetsRequest({ topic, partition, time, maxOffsets }));
-    if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { topic, partition, broker: this.broker });
-    return decodeOffsetsResponse(res.body);
+    const frame = encodeOffsetsRequest({ topic, partition, time, maxOffsets });
+    return this.leaders.run(topic, partition, async (c) => {
+      const res = await c.request(frame);
+      if (res.errorCode !== ErrorCode.None) throw new KlogBrokerError(res.errorCode, { topic, partition, broker: c.address });
+      return decodeOffsetsResponse(res.body);
+    });
   }
 
   /**
@@ -364,8 +388,9 @@ export class SimpleConsumer {
     }
   }
 
-  /** Closes the connection; requests in progress fail with KlogConnectionError. */
+  /** Closes the connections; requests in progress fail with KlogConnectionError. */
   async close(): Promise<void> {
+    await this.leaders.close();
     await this.connection.close();
   }
 }

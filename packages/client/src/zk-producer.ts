@@ -33,22 +33,25 @@ import { type Logger, silentLogger } from '@klog/logger';
 import { type BrokerInfo, ZkClient } from '@klog/zk-registry';
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
 import { KlogBrokerError, KlogError } from './errors.js';
+import { ZkLeaderView, type ReplicatedTopicLeaders } from './leader-view.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
+import { ReplicatedRouter } from './producer/replicated-router.js';
 
 /** One record to send: the {@link RecordFields} both producers take, and how to name a partition. */
 export interface ZkProducerRecord extends RecordFields {
-  /** With `partition`: send to this broker's partition; overrides `key`. */
+  /** Paper topic, with `partition`: send to this broker's partition; overrides `key`. Not for a replicated topic. */
   readonly brokerId?: number;
-  /** With `brokerId`: the partition number on that broker. */
+  /** Paper topic: with `brokerId`, the partition number on that broker. Replicated topic: the partition `0..N-1`. */
   readonly partition?: number;
 }
 
 /** Where a record went: the broker and its partition, as consumers of a group see them. */
 export interface ZkRecordMetadata {
   readonly topic: string;
+  /** Paper topic: the broker holding the partition. Replicated topic: the leader that acknowledged it (acks 0: the leader it went to). */
   readonly brokerId: number;
-  /** Partition number on the broker. */
+  /** Paper topic: the partition number on the broker. Replicated topic: the partition `0..N-1`. */
   readonly partition: number;
   /** Byte offset of the message in its partition; only with acks 1 or 2. */
   readonly offset?: number;
@@ -115,9 +118,12 @@ export class ZkProducer {
   private readonly zkSessionTimeoutMs: number | undefined;
   private readonly zkConnectTimeoutMs: number | undefined;
   private readonly topicCreateTimeoutMs: number;
+  private readonly retry: { readonly retryTimeoutMs?: number; readonly maxRetries?: number };
 
   /** The ZooKeeper session and the watches on it, opened on first use. */
-  private started: Promise<{ zk: ZkClient; info: BrokerPartitionInfo }> | undefined;
+  private started: Promise<{ zk: ZkClient; info: BrokerPartitionInfo; leaders: ZkLeaderView }> | undefined;
+  /** Sends to replicated topics (docs/replication.md §13.2); made with the session. */
+  private router: ReplicatedRouter<ZkRecordMetadata> | undefined;
   /** The pooled connection of each live broker, by id. */
   private readonly pooled = new Map<number, PooledBroker>();
   /** Routes by topic, dropped on every registry change and rebuilt on the next send. */
@@ -135,6 +141,10 @@ export class ZkProducer {
     this.zkSessionTimeoutMs = options.zkSessionTimeoutMs;
     this.zkConnectTimeoutMs = options.zkConnectTimeoutMs;
     this.topicCreateTimeoutMs = options.topicCreateTimeoutMs ?? defaultTopicCreateTimeoutMs;
+    this.retry = {
+      ...(options.retryTimeoutMs !== undefined ? { retryTimeoutMs: options.retryTimeoutMs } : {}),
+      ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
+    };
   }
 
   /** The live brokers as this producer sees them (`/brokers/ids`), by ascending id. */
@@ -172,7 +182,9 @@ export class ZkProducer {
   async send(topic: string, records: readonly ZkProducerRecord[], options?: SendOptions): Promise<Array<ZkRecordMetadata | Error>> {
     this.pool.checkOpen();
     validateTopic(topic);
-    const { info } = await this.start();
+    const { info, leaders } = await this.start();
+    const replicated = await leaders.topic(topic);
+    if (replicated) return this.sendReplicated(replicated, records, options?.settle === 'each');
     await this.ensureTopic(topic, info);
     const route = this.route(topic, info);
     const list = route.view.partitions;
@@ -200,6 +212,30 @@ export class ZkProducer {
     );
   }
 
+  /** Retries across leader changes of replicated topics so far (docs/replication.md §13.2). */
+  get leaderRetries(): number {
+    return this.router?.retries ?? 0;
+  }
+
+  /** A replicated topic: partitions 0..N-1, each to its leader, following leader changes. */
+  private sendReplicated(leaders: ReplicatedTopicLeaders, records: readonly ZkProducerRecord[], each: boolean): Promise<Array<ZkRecordMetadata | Error>> {
+    const { topic } = leaders;
+    return this.router!.send(
+      leaders,
+      records,
+      (r, i, n) => {
+        const rec = r as ZkProducerRecord;
+        if (rec.brokerId !== undefined) throw new RangeError(`record ${i}: topic ${topic} is replicated: name its partition (0..${n - 1}) without a brokerId`);
+        if (rec.partition !== undefined) {
+          if (!Number.isInteger(rec.partition) || rec.partition < 0 || rec.partition >= n) throw new RangeError(`record ${i}: partition ${rec.partition} of topic ${topic} is outside 0..${n - 1}`);
+          return rec.partition;
+        }
+        return rec.key !== undefined ? this.partitioner(toBuffer(rec.key), n) : randomPartition(n);
+      },
+      each,
+    );
+  }
+
   /**
    * Sends every batch now and waits until every request is written (acks 0) or acknowledged (acks 1-2).
    * @throws the first failure of a fire-and-forget request since the last send or flush
@@ -224,13 +260,14 @@ export class ZkProducer {
       if (started) {
         const s = await started.catch(() => undefined);
         // In order: the watches and their running callbacks, then the session they read through.
+        await s?.leaders.close();
         await s?.info.close();
         await s?.zk.close();
       }
     }
   }
 
-  private start(): Promise<{ zk: ZkClient; info: BrokerPartitionInfo }> {
+  private start(): Promise<{ zk: ZkClient; info: BrokerPartitionInfo; leaders: ZkLeaderView }> {
     if (!this.started) {
       this.started = (async () => {
         const zk = await ZkClient.connect(this.zookeeper, {
@@ -252,7 +289,19 @@ export class ZkProducer {
           await zk.close();
           throw new KlogError('producer is closed');
         }
-        return { zk, info };
+        const leaders = new ZkLeaderView(zk, () => info.brokers(), this.logger);
+        this.router = new ReplicatedRouter<ZkRecordMetadata>({
+          pool: this.pool,
+          view: leaders,
+          broker: (id) => {
+            const b = info.brokers().get(id);
+            return b && this.pooledBroker(b);
+          },
+          meta: (topic, partition, leader) => ({ topic, brokerId: leader, partition }),
+          retry: this.retry,
+          logger: this.logger,
+        });
+        return { zk, info, leaders };
       })();
       // A failure is not cached: the next send connects again.
       this.started.catch(() => {

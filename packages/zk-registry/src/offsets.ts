@@ -1,14 +1,25 @@
 /**
  * Committed consumer offsets (docs/design.md §4).
  *
- * `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>`, persistent, value the next
- * byte offset to read as a decimal string (Kafka 0.7). A stored value that is not a
+ * `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>` (a replicated topic's:
+ * `…/<partition>`, docs/replication.md §14), persistent, value the next byte offset to read as a
+ * decimal string (Kafka 0.7). A stored value that is not a
  * non-negative decimal integer within `Number.MAX_SAFE_INTEGER` reads as missing, with a
  * warning, so that the consumer falls back to its `auto.offset.reset` policy.
  */
 import { ZkError } from './errors.js';
 import type { Logger } from '@klog/logger';
-import { offsetPath, offsetsGroupPath, offsetsPath, parsePartitionName, type BrokerPartition } from './paths.js';
+import {
+  type BrokerPartition,
+  type GroupPartition,
+  isReplicatedPartition,
+  offsetPath,
+  offsetsGroupPath,
+  offsetsPath,
+  parsePartitionName,
+  parsePartitionNumber,
+  replicatedOffsetPath,
+} from './paths.js';
 import type { OwnershipFence } from './ownership.js';
 import type { ZkClient } from './zk-client.js';
 
@@ -45,11 +56,12 @@ export class OffsetRegistry {
    * {@link ZkBadVersionError}, {@link ZkNoNodeError} or {@link ZkSessionExpiredError} and
    * nothing is written. Throws {@link ZkError} when `offset` is not a non-negative safe integer.
    */
-  async commit(group: string, topic: string, partition: BrokerPartition, offset: number, fence?: OwnershipFence): Promise<void> {
+  async commit(group: string, topic: string, partition: GroupPartition, offset: number, fence?: OwnershipFence): Promise<void> {
     if (!Number.isSafeInteger(offset) || offset < 0) {
-      throw new ZkError(`invalid offset ${offset} for ${topic} ${partition.brokerId}-${partition.partition}: must be a non-negative integer`);
+      const name = isReplicatedPartition(partition) ? String(partition.partition) : `${partition.brokerId}-${partition.partition}`;
+      throw new ZkError(`invalid offset ${offset} for ${topic} ${name}: must be a non-negative integer`);
     }
-    const path = offsetPath(group, topic, partition.brokerId, partition.partition);
+    const path = groupOffsetPath(group, topic, partition);
     if (fence === undefined) await this.zk.put(path, String(offset));
     else await this.zk.putIf(fence, path, String(offset));
   }
@@ -58,8 +70,8 @@ export class OffsetRegistry {
    * The committed offset of a partition; undefined when none is stored or the stored value
    * is invalid (missing: silently; invalid: logged as a warning).
    */
-  async read(group: string, topic: string, partition: BrokerPartition): Promise<number | undefined> {
-    const path = offsetPath(group, topic, partition.brokerId, partition.partition);
+  async read(group: string, topic: string, partition: GroupPartition): Promise<number | undefined> {
+    const path = groupOffsetPath(group, topic, partition);
     const node = await this.zk.getData(path);
     if (node === undefined) return undefined;
     return this.decode(node.data.toString('utf8'), path);
@@ -78,6 +90,19 @@ export class OffsetRegistry {
     return out.sort((a, b) => a.brokerId - b.brokerId || a.partition - b.partition);
   }
 
+  /** Every committed offset of a replicated `topic` in `group` (its `<partition>` nodes), by partition. */
+  async listReplicated(group: string, topic: string): Promise<Array<{ readonly partition: number; readonly offset: number | undefined }>> {
+    const out: Array<{ partition: number; offset: number | undefined }> = [];
+    for (const name of await this.zk.getChildren(offsetsPath(group, topic))) {
+      const partition = parsePartitionNumber(name);
+      if (partition === undefined) continue;
+      const path = replicatedOffsetPath(group, topic, partition);
+      const node = await this.zk.getData(path);
+      if (node !== undefined) out.push({ partition, offset: this.decode(node.data.toString('utf8'), path) });
+    }
+    return out.sort((a, b) => a.partition - b.partition);
+  }
+
   /** Topics with committed offsets in `group`, sorted. */
   async listTopics(group: string): Promise<string[]> {
     return this.zk.getChildren(offsetsGroupPath(group));
@@ -90,4 +115,9 @@ export class OffsetRegistry {
     }
     return offset;
   }
+}
+
+/** The offset node of a paper or a replicated partition (docs/replication.md §14). */
+function groupOffsetPath(group: string, topic: string, p: GroupPartition): string {
+  return isReplicatedPartition(p) ? replicatedOffsetPath(group, topic, p.partition) : offsetPath(group, topic, p.brokerId, p.partition);
 }

@@ -1,13 +1,24 @@
 /**
  * Partition ownership within a consumer group (docs/design.md §4).
  *
- * `/consumers/<group>/owners/<topic>/<brokerId>-<partition>`, ephemeral, value the owning
+ * `/consumers/<group>/owners/<topic>/<brokerId>-<partition>` (a replicated topic's:
+ * `…/<partition>`, docs/replication.md §14), ephemeral, value the owning
  * consumer thread id (`<consumerId>-<i>`, UTF-8). A claim is one-shot: it is NOT re-created
  * after session expiry; the consumer re-runs its rebalance on the client's `session` event
  * and claims again.
  */
 import { ZkNodeExistsError } from './errors.js';
-import { ownerPath, ownersGroupPath, ownersPath, parsePartitionName, type BrokerPartition } from './paths.js';
+import {
+  type BrokerPartition,
+  type GroupPartition,
+  isReplicatedPartition,
+  ownerPath,
+  ownersGroupPath,
+  ownersPath,
+  parsePartitionName,
+  parsePartitionNumber,
+  replicatedOwnerPath,
+} from './paths.js';
 import type { ZkClient } from './zk-client.js';
 import type { Logger } from '@klog/logger';
 
@@ -49,8 +60,8 @@ export class OwnershipRegistry {
    * is owned by someone else (another session, or another thread id). Throws
    * {@link ZkSessionExpiredError} when the session expired during the claim.
    */
-  async claim(group: string, topic: string, partition: BrokerPartition, threadId: string): Promise<boolean> {
-    const path = ownerPath(group, topic, partition.brokerId, partition.partition);
+  async claim(group: string, topic: string, partition: GroupPartition, threadId: string): Promise<boolean> {
+    const path = groupOwnerPath(group, topic, partition);
     try {
       await this.zk.create(path, threadId, { mode: 'ephemeral' });
       return true;
@@ -69,9 +80,9 @@ export class OwnershipRegistry {
    * Claims a partition as {@link claim} does and returns the claim's {@link OwnershipFence}, or
    * undefined when someone else owns it (or the session changed while claiming).
    */
-  async claimFenced(group: string, topic: string, partition: BrokerPartition, threadId: string): Promise<OwnershipFence | undefined> {
+  async claimFenced(group: string, topic: string, partition: GroupPartition, threadId: string): Promise<OwnershipFence | undefined> {
     if (!(await this.claim(group, topic, partition, threadId))) return undefined;
-    const path = ownerPath(group, topic, partition.brokerId, partition.partition);
+    const path = groupOwnerPath(group, topic, partition);
     const node = await this.zk.getData(path);
     if (node === undefined || node.stat.ephemeralOwner !== this.zk.sessionId || node.data.toString('utf8') !== threadId) return undefined;
     return { path, version: node.stat.version, sessionId: node.stat.ephemeralOwner };
@@ -81,13 +92,13 @@ export class OwnershipRegistry {
    * Releases a partition this session owns. Never removes another session's claim. Returns
    * whether a node was removed.
    */
-  async release(group: string, topic: string, partition: BrokerPartition): Promise<boolean> {
-    return this.zk.removeOwnEphemeral(ownerPath(group, topic, partition.brokerId, partition.partition));
+  async release(group: string, topic: string, partition: GroupPartition): Promise<boolean> {
+    return this.zk.removeOwnEphemeral(groupOwnerPath(group, topic, partition));
   }
 
   /** The thread id owning a partition, or undefined when nobody does. */
-  async owner(group: string, topic: string, partition: BrokerPartition): Promise<string | undefined> {
-    return (await this.zk.getData(ownerPath(group, topic, partition.brokerId, partition.partition)))?.data.toString('utf8');
+  async owner(group: string, topic: string, partition: GroupPartition): Promise<string | undefined> {
+    return (await this.zk.getData(groupOwnerPath(group, topic, partition)))?.data.toString('utf8');
   }
 
   /** Every owned partition of `topic` in `group`, sorted by broker id then partition. */
@@ -95,6 +106,8 @@ export class OwnershipRegistry {
     const out: PartitionOwner[] = [];
     for (const name of await this.zk.getChildren(ownersPath(group, topic))) {
       const bp = parsePartitionName(name);
+      // A replicated topic's owners are `<partition>` (listReplicatedOwners reads them).
+      if (bp === undefined && parsePartitionNumber(name) !== undefined) continue;
       if (bp === undefined) {
         this.logger.warn({ group, topic, name }, 'ignoring an owner znode whose name is not <brokerId>-<partition>');
         continue;
@@ -105,8 +118,25 @@ export class OwnershipRegistry {
     return out.sort((a, b) => a.brokerId - b.brokerId || a.partition - b.partition);
   }
 
+  /** Every owned partition of a replicated `topic` in `group` (its `<partition>` nodes), by partition. */
+  async listReplicatedOwners(group: string, topic: string): Promise<Array<{ readonly partition: number; readonly owner: string }>> {
+    const out: Array<{ partition: number; owner: string }> = [];
+    for (const name of await this.zk.getChildren(ownersPath(group, topic))) {
+      const partition = parsePartitionNumber(name);
+      if (partition === undefined) continue;
+      const owner = await this.owner(group, topic, { replicated: true, partition });
+      if (owner !== undefined) out.push({ partition, owner });
+    }
+    return out.sort((a, b) => a.partition - b.partition);
+  }
+
   /** Topics with an owners node in `group`, sorted. */
   async listTopics(group: string): Promise<string[]> {
     return this.zk.getChildren(ownersGroupPath(group));
   }
+}
+
+/** The owner node of a paper or a replicated partition (docs/replication.md §14). */
+function groupOwnerPath(group: string, topic: string, p: GroupPartition): string {
+  return isReplicatedPartition(p) ? replicatedOwnerPath(group, topic, p.partition) : ownerPath(group, topic, p.brokerId, p.partition);
 }

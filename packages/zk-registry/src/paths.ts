@@ -105,6 +105,25 @@ export function checkPartition(partition: number): number {
   return partition;
 }
 
+/**
+ * A partition of a replicated topic as a consumer group names it (docs/replication.md §14): its
+ * number alone, `<partition>` in the owner and offset paths, where a paper partition is
+ * `<brokerId>-<partition>`.
+ */
+export interface ReplicatedPartition {
+  readonly replicated: true;
+  /** The partition number, `0..N-1`. */
+  readonly partition: number;
+}
+
+/** A partition a consumer group owns and commits: a paper one (a {@link BrokerPartition}) or a replicated one. */
+export type GroupPartition = BrokerPartition | ReplicatedPartition;
+
+/** Whether `p` is a {@link ReplicatedPartition}. */
+export function isReplicatedPartition(p: GroupPartition): p is ReplicatedPartition {
+  return (p as Partial<ReplicatedPartition>).replicated === true;
+}
+
 /** The znode name of a partition, `<brokerId>-<partition>` (Kafka 0.7). */
 export function partitionName(bp: BrokerPartition): string {
   return `${checkBrokerId(bp.brokerId)}-${checkPartition(bp.partition)}`;

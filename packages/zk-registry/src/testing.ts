@@ -121,3 +121,5 @@ export async function removeChroot(connectString: string): Promise<void> {
     await zk.close();
   }
 }
+
+export { ControllerStandIn } from './controller-stand-in.js';

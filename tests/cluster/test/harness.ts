@@ -42,6 +42,8 @@ function exited(proc: ChildProcess): Promise<void> {
 export class BrokerProcess {
   proc!: ChildProcess;
   port = 0;
+  /** Port of the broker's Prometheus endpoint when started with `--metrics-port`, else undefined. */
+  metricsPort: number | undefined;
   readonly lines: string[] = [];
 
   constructor(
@@ -62,8 +64,11 @@ export class BrokerProcess {
       createInterface({ input: proc.stdout }).on('line', (line) => {
         this.lines.push(line);
         try {
-          const o = JSON.parse(line) as { msg?: string; port?: number };
-          if (o.msg === 'broker listening') resolve(o.port!);
+          const o = JSON.parse(line) as { msg?: string; port?: number; metricsPort?: number };
+          if (o.msg === 'broker listening') {
+            this.metricsPort = o.metricsPort;
+            resolve(o.port!);
+          }
         } catch {
           // not JSON
         }
@@ -118,6 +123,25 @@ export class BrokerProcess {
       throw new Error(`broker ${this.id} did not exit within ${timeoutMs} ms of SIGTERM: ${this.lines.slice(-5).join('\n')}`);
     }
     return proc.exitCode;
+  }
+
+  /**
+   * The value of one series of the broker's Prometheus endpoint (`name` and labels as written
+   * there, e.g. `klog_partitions_led`), summed over every series of that name when `labels` is
+   * absent; 0 when the broker does not export it.
+   * @throws Error when the broker was started without `--metrics-port`
+   */
+  async metric(name: string, labels?: string): Promise<number> {
+    if (this.metricsPort === undefined) throw new Error(`broker ${this.id} has no metrics endpoint (start it with --metrics-port 0)`);
+    const text = await (await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`)).text();
+    let total = 0;
+    for (const line of text.split('\n')) {
+      if (line.startsWith('#')) continue;
+      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
+      if (m === null || m[1] !== name || (labels !== undefined && m[2] !== `{${labels}}`)) continue;
+      total += Number(m[3]);
+    }
+    return total;
   }
 
   /** The JSON log lines of this broker (every run of it) that `match`. */

@@ -82,7 +82,9 @@ export async function runCli(argv: readonly string[]): Promise<void> {
       process.exitCode = 2;
       return;
     }
-    process.stderr.write(`klog ${commandName(argv)}error: ${oneLine(e)}\n`);
+    // A refusal of the admin (docs/replication.md §15.1) is an answer, not a fault: said as it is.
+    const refused = e instanceof Error && e.name === 'TopicRefusedError';
+    process.stderr.write(`klog ${commandName(argv)}${refused ? '' : 'error: '}${oneLine(e)}\n`);
     process.exitCode = 1;
   }
 }

@@ -85,8 +85,8 @@ export interface ListOrDescribeOptions {
 }
 
 /**
- * Adds a cluster command that lists the names registered in ZooKeeper (`klog topics`, `klog
- * groups`) or, with `--describe <name>`, describes one; `--json` for JSON. `run` gets the parsed
+ * Adds a cluster command that lists the names registered in ZooKeeper (`klog groups`) or, with
+ * `--describe <name>`, describes one; `--json` for JSON. `run` gets the parsed
  * options; with no `--describe` it may print the names with {@link writeNames}.
  * @param describe the `--describe` argument (`topic`, `group`), its help and its parser
  * @param examples argument lists after `klog <name>`, shown in the help
@@ -109,7 +109,7 @@ export function addListOrDescribeCommand(
     .action(run);
 }
 
-/** Prints `names` one per line, or as one JSON array with `json`. */
+/** Prints `names` one per line, or as one JSON array with `json` (`klog topics`, `klog groups`). */
 export function writeNames(names: readonly string[], json: boolean | undefined): void {
   process.stdout.write(json ? `${JSON.stringify(names)}\n` : names.map((n) => `${n}\n`).join(''));
 }

@@ -48,10 +48,19 @@ export function parseOffsetsTime(value: string): number {
   throw new InvalidArgumentError('expected latest (or -1), earliest (or -2) or ms since the epoch.');
 }
 
-/** `0`, `1` or `2`. */
-export function parseAcks(value: string): 0 | 1 | 2 {
+/** What `--acks` takes: 0, 1, 2, or −1 for `all` (docs/replication.md §11). */
+export type AcksValue = 0 | 1 | 2 | -1;
+
+/** `0`, `1`, `2`, or `all` (also `-1`): flushed on every ISR member of a replicated partition, as 2 on a paper topic. */
+export function parseAcks(value: string): AcksValue {
   if (value === '0' || value === '1' || value === '2') return Number(value) as 0 | 1 | 2;
-  throw new InvalidArgumentError('expected 0 (no acknowledgement), 1 (appended) or 2 (flushed).');
+  if (value === 'all' || value === '-1') return -1;
+  throw new InvalidArgumentError('expected 0 (no acknowledgement), 1 (appended), 2 (flushed) or all (flushed on every in-sync replica).');
+}
+
+/** How `--acks` is printed in summaries: `all` for −1. */
+export function acksName(acks: AcksValue): string {
+  return acks === -1 ? 'all' : String(acks);
 }
 
 /**

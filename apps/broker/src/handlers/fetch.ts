@@ -1,11 +1,13 @@
 /**
  * FETCH and MULTIFETCH (the paper §3.1, docs/design.md §3): the bytes of the log from `offset`, at most
- * `maxBytes`, never past the flushed end. The first message of the answer is read and checked
+ * `maxBytes`, never past the flushed end (on a replicated partition: its leader only, never past
+ * the high watermark, docs/replication.md §9.5). The first message of the answer is read and checked
  * so that an offset that is not a message boundary is reported (InvalidMessageOffset), never
  * served as data. The rest is not read here: the answer carries a pinned {@link FileRegion}
  * of the segment file, which the connection sends after the response header with sendfile(2)
  * or the read-and-write fallback (docs/design.md §3 read path). A FETCH at the log end with klog's
- * `maxWaitMs` waits for the next flush (long poll).
+ * `maxWaitMs` waits for the next flush (long poll); on a replicated partition, for the high
+ * watermark to pass the offset.
  */
 import {
   ErrorCode,
@@ -37,6 +39,7 @@ const firstReadBytes = 4096;
  */
 export function readFetch(ctx: BrokerContext, f: FetchRequest): FetchAnswer {
   if (f.maxBytes < 0 || f.maxBytes > ctx.config.maxFetchBytes) return { errorCode: ErrorCode.InvalidFetchSize };
+  if (ctx.replicas.isReplicatedTopic(f.topic)) return readReplicated(ctx, f);
   const count = ctx.logs.partitionCount(f.topic);
   if (count === undefined) {
     // A topic nobody has produced to yet is an empty log at offset 0.
@@ -45,9 +48,31 @@ export function readFetch(ctx: BrokerContext, f: FetchRequest): FetchAnswer {
   }
   const log = ctx.logs.getLog(f.topic, f.partition);
   if (log === undefined) return { errorCode: ErrorCode.WrongPartition };
+  return readLog(ctx, f, log, log.visibleEnd);
+}
+
+/**
+ * A consumer's FETCH of a replicated partition (docs/replication.md §9.5): the leader only
+ * (NotLeaderForPartition elsewhere), within `[earliest, highWatermark)`; an offset between the
+ * high watermark and the log end answers an empty set, one past the log end OffsetOutOfRange.
+ */
+function readReplicated(ctx: BrokerContext, f: FetchRequest): FetchAnswer {
+  const p = ctx.replicas.get(f.topic, f.partition);
+  const log = p?.log;
+  if (p === undefined || !p.isLeader || log === undefined) return { errorCode: ErrorCode.NotLeaderForPartition };
+  const hw = p.highWatermark;
+  if (f.offset >= hw && f.offset <= log.logEndOffset && f.offset >= log.earliestOffset) {
+    return { errorCode: ErrorCode.None, region: FileRegion.empty(f.offset) };
+  }
+  if (f.offset > log.logEndOffset) return { errorCode: ErrorCode.OffsetOutOfRange, earliest: log.earliestOffset, end: hw };
+  return readLog(ctx, f, log, hw);
+}
+
+/** Reads `f` from `log` up to `upTo` (the flushed end, or a high watermark) and checks its first message. */
+function readLog(ctx: BrokerContext, f: FetchRequest, log: Log, upTo: number): FetchAnswer {
   let region: FileRegion | undefined;
   try {
-    region = log.readRange(f.offset, f.maxBytes);
+    region = log.readRange(f.offset, f.maxBytes, upTo);
     const bad = firstMessageError(region, f.maxBytes);
     if (bad !== undefined) {
       region.release();
@@ -111,6 +136,20 @@ async function waitUntilFlushedPast(ctx: BrokerContext, f: FetchRequest, ms: num
   let done = ctx.closing.aborted;
   void ended.then(() => (done = true));
   try {
+    const replicated = ctx.replicas.get(f.topic, f.partition);
+    if (replicated !== undefined) {
+      // A replicated partition: the high watermark passing the offset, or leading ending (docs/replication.md §9.5).
+      if (!replicated.isLeader || replicated.highWatermark > f.offset) return;
+      let off = (): void => {};
+      const moved = new Promise<void>((resolve) => {
+        const offHw = replicated.onHighWatermark((hw) => hw > f.offset && resolve());
+        const offRole = replicated.onAppend(() => !replicated.isLeader && resolve());
+        off = () => (offHw(), offRole());
+      });
+      await Promise.race([ended, moved]);
+      off();
+      return;
+    }
     let log: Log | undefined;
     while (!done && (log = existingLog(ctx, f)) === undefined) {
       let retry: NodeJS.Timeout | undefined;

@@ -6,9 +6,15 @@
 import { ErrorCode, type ErrorCodeValue, ProtocolError, type Request, type RequestDecoder, RequestType, encodeErrorResponse, errorCodeName } from '@klog/protocol';
 import type { BrokerContext, ResponsePart } from './context.js';
 import { handleFetch, handleMultiFetch } from './fetch.js';
+import { handleControlledShutdown } from './controlled-shutdown.js';
+import { handleLeaderAndIsr } from './leader-and-isr.js';
 import { handleMetadata } from './metadata.js';
+import { handleOffsetForLeaderEpoch } from './offset-for-leader-epoch.js';
+import { handleReplicaFetch } from './replica-fetch.js';
+import { handleStopReplica } from './stop-replica.js';
 import { handleOffsets } from './offsets.js';
 import { handleProduce, handleProduceAck, type ProduceRun } from './produce.js';
+import { handleTopicMetadata } from './topic-metadata.js';
 
 export type { BrokerContext, ResponsePart } from './context.js';
 export { ProduceRun } from './produce.js';
@@ -98,8 +104,20 @@ async function respond(ctx: BrokerContext, decoder: RequestDecoder, frame: Buffe
       return [handleOffsets(ctx, request.offsets)];
     case RequestType.Metadata:
       return [handleMetadata(ctx, request.topics)];
+    case RequestType.ControlledShutdown:
+      return [await handleControlledShutdown(ctx, request.controlledShutdown)];
+    case RequestType.TopicMetadata:
+      return [handleTopicMetadata(ctx, request.topics)];
+    case RequestType.LeaderAndIsr:
+      return [await handleLeaderAndIsr(ctx, request.leaderAndIsr)];
+    case RequestType.StopReplica:
+      return [await handleStopReplica(ctx, request.stopReplica)];
+    case RequestType.ReplicaFetch:
+      return handleReplicaFetch(ctx, request.replicaFetch);
+    case RequestType.OffsetForLeaderEpoch:
+      return [handleOffsetForLeaderEpoch(ctx, request.offsetForLeaderEpoch)];
     default:
-      // The replication requests (docs/replication.md §6) decode but are not served yet.
+      // Every request type that decodes is served above; this answers one added to the protocol before the broker serves it.
       ctx.metrics.error(errorCodeName(ErrorCode.UnknownRequestType));
       return [encodeErrorResponse(ErrorCode.UnknownRequestType)];
   }

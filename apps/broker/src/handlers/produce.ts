@@ -106,6 +106,11 @@ export class ProduceRun {
    *   stay in arrival order. Never rejects: a set that cannot be appended is logged.
    */
   add(p: PartitionMessages): Promise<void> | undefined {
+    if (this.ctx.replicas.isReplicatedTopic(p.topic)) {
+      this.flush();
+      appendReplicatedFireAndForget(this.ctx, p);
+      return undefined;
+    }
     const set = p.messages;
     let count: number;
     try {
@@ -190,11 +195,21 @@ export class ProduceRun {
   }
 }
 
-/** PRODUCE_ACK: answers per partition once appended (acks 1) or flushed (acks 2, and −1 on a paper topic: docs/replication.md §11). */
+/**
+ * PRODUCE_ACK: answers per partition once appended (acks 1) or flushed (acks 2); on a replicated
+ * partition with acks −1 once the high watermark reaches the set (docs/replication.md §11), on a
+ * paper topic acks −1 is acks 2.
+ */
 export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckRequest): Promise<Buffer> {
   const results: ProduceAckResult[] = [];
   const flushes: Promise<void>[] = [];
   for (const p of req.partitions) {
+    if (ctx.replicas.isReplicatedTopic(p.topic)) {
+      const i = results.length;
+      results.push({ topic: p.topic, partition: p.partition, errorCode: ErrorCode.Unknown, offset: -1, nextOffset: -1 });
+      flushes.push(produceReplicated(ctx, p, req.acks).then((r) => void (results[i] = r)));
+      continue;
+    }
     try {
       const { offset, nextOffset, log } = await appendMessages(ctx, p);
       results.push({ topic: p.topic, partition: p.partition, errorCode: ErrorCode.None, offset, nextOffset });
@@ -209,6 +224,53 @@ export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckReques
   }
   await Promise.all(flushes);
   return encodeProduceAckResponse(results);
+}
+
+/**
+ * One partition's PRODUCE_ACK on a replicated topic (docs/replication.md §11): checked whole,
+ * appended by the leader only (NotLeaderForPartition elsewhere), refused whole with
+ * NotEnoughReplicas for acks −1 when the ISR is below `min.insync.replicas`, and answered after
+ * the append (1), the leader's flush (2) or the high watermark reaching the set (−1).
+ * Never rejects: errors become the result's code.
+ */
+async function produceReplicated(ctx: BrokerContext, p: PartitionMessages, acks: number): Promise<ProduceAckResult> {
+  const result = (errorCode: ErrorCodeValue, offset = -1, nextOffset = -1): ProduceAckResult => {
+    if (errorCode !== ErrorCode.None) ctx.metrics.error(errorCodeName(errorCode));
+    return { topic: p.topic, partition: p.partition, errorCode, offset, nextOffset };
+  };
+  try {
+    const count = validateMessageSet(p.messages, ctx.config.maxMessageBytes);
+    const partition = ctx.replicas.get(p.topic, p.partition);
+    const appended = partition?.appendAsLeader(p.messages, count, acks === AckLevel.All) ?? { errorCode: ErrorCode.NotLeaderForPartition };
+    if ('errorCode' in appended) return result(appended.errorCode);
+    const { offset, nextOffset } = appended;
+    ctx.metrics.messagesIn(p.topic, count, p.messages.length);
+    if (acks === AckLevel.Flushed) await partition!.log!.flushedThrough(nextOffset);
+    if (acks !== AckLevel.All) return result(ErrorCode.None, offset, nextOffset);
+    const code = await partition!.waitForHighWatermark(nextOffset);
+    return code === ErrorCode.None || code === ErrorCode.NotEnoughReplicasAfterAppend ? result(code, offset, nextOffset) : result(code);
+  } catch (err) {
+    rejected(ctx, p, err);
+    const errorCode = errorCodeOf(err);
+    const nextOffset = errorCode === ErrorCode.MessageSizeTooLarge ? ctx.config.maxMessageBytes : -1;
+    return { topic: p.topic, partition: p.partition, errorCode, offset: -1, nextOffset };
+  }
+}
+
+/**
+ * A fire-and-forget set to a replicated topic: appended by the partition's leader; anywhere
+ * else dropped, logged and counted (`klog_errors_total{code="NotLeaderForPartition"}`,
+ * docs/replication.md §11).
+ */
+function appendReplicatedFireAndForget(ctx: BrokerContext, p: PartitionMessages): void {
+  try {
+    const count = validateMessageSet(p.messages, ctx.config.maxMessageBytes);
+    const appended = ctx.replicas.get(p.topic, p.partition)?.appendAsLeader(p.messages, count, false) ?? { errorCode: ErrorCode.NotLeaderForPartition };
+    if ('errorCode' in appended) throw Object.assign(new Error(`${errorCodeName(appended.errorCode)}: this broker does not lead ${p.topic}/${p.partition}`), { code: appended.errorCode });
+    ctx.metrics.messagesIn(p.topic, count, p.messages.length);
+  } catch (err) {
+    rejected(ctx, p, err);
+  }
 }
 
 /** The wire error code of an error thrown by the protocol or storage layer; Unknown for anything else. */

@@ -4,6 +4,7 @@
  * before it connects anything.
  */
 import type { Logger } from '@klog/logger';
+import type { GroupPartition } from '@klog/zk-registry';
 import { defaultDecompressedBytesPerFetchByte, defaultFetchBytes, defaultMaxFetchBytes } from '../simple-consumer.js';
 import type { OffsetResetEvent } from './fetcher.js';
 import { defaultQueuedChunksMax, type GroupMessage } from './message-stream.js';
@@ -68,16 +69,31 @@ export type ResolvedGroupConsumerConfig = Required<Omit<GroupConsumerConfig, 'co
 /** A partition a consumer owns. */
 export interface OwnedPartition {
   readonly topic: string;
+  /** The broker holding it; {@link replicatedBrokerId} (−1) for a replicated topic's partition. */
   readonly brokerId: number;
+  /** The partition on that broker, or the replicated topic's partition `0..N-1`. */
   readonly partition: number;
 }
 
 /** A position the application has finished with: commit `nextOffset` for its partition. */
 export type ProcessedPosition = Pick<GroupMessage, 'topic' | 'brokerId' | 'partition' | 'nextOffset'>;
 
-/** Key of a partition in maps: `<topic>/<brokerId>-<partition>`. */
+/**
+ * The `brokerId` of a replicated topic's partition in a group consumer's shapes ({@link
+ * OwnedPartition}, `GroupMessage`, {@link ProcessedPosition}): such a partition is not on one
+ * broker but led by one of its replicas, so it is named by its number `0..N-1` alone
+ * (docs/replication.md §14).
+ */
+export const replicatedBrokerId = -1;
+
+/** Key of a partition in maps: `<topic>/<brokerId>-<partition>`, or `<topic>/<partition>` for a replicated one. */
 export function partitionKey(p: OwnedPartition): string {
-  return `${p.topic}/${p.brokerId}-${p.partition}`;
+  return p.brokerId === replicatedBrokerId ? `${p.topic}/${p.partition}` : `${p.topic}/${p.brokerId}-${p.partition}`;
+}
+
+/** How ZooKeeper's owner and offset nodes name a partition (docs/replication.md §14): `<partition>` for a replicated one. */
+export function groupPartition(p: { readonly brokerId: number; readonly partition: number }): GroupPartition {
+  return p.brokerId === replicatedBrokerId ? { replicated: true, partition: p.partition } : { brokerId: p.brokerId, partition: p.partition };
 }
 
 /**

@@ -32,9 +32,11 @@ export class FetcherPool {
     if (this.running) return;
     const byBroker = new Map<number, PartitionTopicInfo[]>();
     for (const info of partitions) {
-      const list = byBroker.get(info.brokerId) ?? [];
+      // A replicated partition is fetched from its leader at the rebalance; its fetcher follows the leader from there.
+      const from = info.fetchFrom ?? info.brokerId;
+      const list = byBroker.get(from) ?? [];
       list.push(info);
-      byBroker.set(info.brokerId, list);
+      byBroker.set(from, list);
     }
     for (const [brokerId, infos] of byBroker) {
       const broker = live.get(brokerId);

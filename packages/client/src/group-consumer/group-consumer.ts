@@ -44,6 +44,7 @@ import {
   type OwnershipFence,
   type ZkSessionCredentials,
   type ZkWatch,
+  ReplicatedTopicRegistry,
 } from '@klog/zk-registry';
 import { type Logger, silentLogger } from '@klog/logger';
 import { KlogError } from '../errors.js';
@@ -53,7 +54,9 @@ import {
   type OwnedPartition,
   type ProcessedPosition,
   type ResolvedGroupConsumerConfig,
+  groupPartition,
   partitionKey as keyOf,
+  replicatedBrokerId,
   resolveGroupConsumerConfig,
 } from './config.js';
 import { FetcherPool } from './fetcher-pool.js';
@@ -104,6 +107,7 @@ export class GroupConsumer {
   private brokers!: BrokerRegistry;
   private consumers!: ConsumerRegistry;
   private ownership!: OwnershipRegistry;
+  private replicated!: ReplicatedTopicRegistry;
   /** Reads and commits the offsets; set on connecting. */
   private committer: OffsetCommitter | undefined;
   private subscription: Record<string, number> = {};
@@ -173,6 +177,7 @@ export class GroupConsumer {
     this.brokers = new BrokerRegistry(zk);
     this.consumers = new ConsumerRegistry(zk);
     this.ownership = new OwnershipRegistry(zk);
+    this.replicated = new ReplicatedTopicRegistry(zk);
     const committer = new OffsetCommitter(zk, this.groupId, this.config.autoOffsetReset, this.logger);
     this.committer = committer;
     try {
@@ -336,8 +341,11 @@ export class GroupConsumer {
       return { ok: false, reason: 'this consumer is not (yet) in the group registry' };
     }
     const wanted: Array<{ topic: string; stream: number; threadId: string; partition: PartitionRef }> = [];
+    /** Where the fetcher of each replicated partition starts, by {@link keyOf}. */
+    const fetchFrom = new Map<string, number>();
     for (const [topic, streams] of Object.entries(this.subscription)) {
-      const partitions = allPartitions(await this.brokers.topicPartitions(topic)).filter((p) => live.has(p.brokerId));
+      const paper = async (): Promise<PartitionRef[]> => allPartitions(await this.brokers.topicPartitions(topic)).filter((p) => live.has(p.brokerId));
+      const partitions = (await this.replicatedPartitions(topic, live, fetchFrom)) ?? (await paper());
       const threads = members.flatMap((m) => consumerThreadIds(m.consumerId, m.subscription[topic] ?? 0));
       const assignment = assignPartitions(partitions, threads);
       consumerThreadIds(this.consumerId, streams).forEach((threadId, stream) => {
@@ -351,12 +359,12 @@ export class GroupConsumer {
     const fences = new Map<string, OwnershipFence>();
     try {
       for (const w of wanted) {
-        const fence = await this.ownership.claimFenced(this.groupId, w.topic, w.partition, w.threadId);
+        const fence = await this.ownership.claimFenced(this.groupId, w.topic, groupPartition(w.partition), w.threadId);
         if (fence) fences.set(keyOf({ topic: w.topic, ...w.partition }), fence);
         else {
           await this.release(claimed);
-          const owner = await this.ownership.owner(this.groupId, w.topic, w.partition).catch(() => undefined);
-          return { ok: false, reason: `${w.topic} ${w.partition.brokerId}-${w.partition.partition} is still owned by ${owner ?? 'another consumer'}` };
+          const owner = await this.ownership.owner(this.groupId, w.topic, groupPartition(w.partition)).catch(() => undefined);
+          return { ok: false, reason: `${keyOf({ topic: w.topic, ...w.partition })} is still owned by ${owner ?? 'another consumer'}` };
         }
         claimed.push({ topic: w.topic, ...w.partition });
       }
@@ -368,10 +376,12 @@ export class GroupConsumer {
     // 6: start from the committed offsets.
     const owned = new Map<string, PartitionTopicInfo>();
     for (const w of wanted) {
+      const from = fetchFrom.get(keyOf({ topic: w.topic, ...w.partition }));
       const info: PartitionTopicInfo = {
         topic: w.topic,
         brokerId: w.partition.brokerId,
         partition: w.partition.partition,
+        ...(from !== undefined ? { fetchFrom: from } : {}),
         queue: this.queues.get(w.topic)![w.stream]!,
         consumedOffset: undefined,
         committedOffset: undefined,
@@ -403,7 +413,29 @@ export class GroupConsumer {
   }
 
   private async release(partitions: readonly OwnedPartition[]): Promise<void> {
-    for (const p of partitions) await this.ownership.release(this.groupId, p.topic, p);
+    for (const p of partitions) await this.ownership.release(this.groupId, p.topic, groupPartition(p));
+  }
+
+  /**
+   * A replicated topic's partitions `0..N-1` for Algorithm 1 (docs/replication.md §14), each
+   * with the broker its fetcher asks first in `fetchFrom` (its leader when live, else the
+   * lowest live broker); undefined for a paper topic. No live broker: none.
+   */
+  private async replicatedPartitions(
+    topic: string,
+    live: ReadonlyMap<number, BrokerInfo>,
+    fetchFrom: Map<string, number>,
+  ): Promise<PartitionRef[] | undefined> {
+    const definition = await this.replicated.readDefinition(topic);
+    if (!definition) return undefined;
+    const anyLive = [...live.keys()].sort((a, b) => a - b)[0];
+    if (anyLive === undefined) return [];
+    const states = await this.replicated.readPartitionStates(topic);
+    return definition.partitions.map((_replicas, partition) => {
+      const leader = states.get(partition)?.state.leader ?? -1;
+      fetchFrom.set(keyOf({ topic, brokerId: replicatedBrokerId, partition }), live.has(leader) ? leader : anyLive);
+      return { brokerId: replicatedBrokerId, partition };
+    });
   }
 
   // ------------------------------------------------------------------ fetchers

@@ -17,9 +17,9 @@ import type { ConsumedMessage } from '../simple-consumer.js';
  */
 export interface GroupMessage extends ConsumedMessage {
   readonly topic: string;
-  /** Id of the broker that holds the partition. */
+  /** Id of the broker that holds the partition; −1 for a replicated topic (docs/replication.md §14). */
   readonly brokerId: number;
-  /** Partition number on that broker. */
+  /** Partition number on that broker, or the replicated topic's partition `0..N-1`. */
   readonly partition: number;
 }
 
@@ -37,8 +37,14 @@ export type MessageStream = AsyncIterable<GroupMessage>;
  */
 export interface PartitionTopicInfo {
   readonly topic: string;
+  /** The broker holding the partition; −1 for a replicated topic's (config.ts, `replicatedBrokerId`). */
   readonly brokerId: number;
   readonly partition: number;
+  /**
+   * A replicated partition: the broker its fetcher asks first (its leader at the rebalance, else
+   * a live broker); the fetcher then follows the leader (docs/replication.md §14).
+   */
+  readonly fetchFrom?: number;
   /** The stream this partition feeds. */
   readonly queue: MessageQueue;
   /** Next offset to hand out: after the last message returned by an iterator. */

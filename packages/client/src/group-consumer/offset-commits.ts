@@ -1,7 +1,8 @@
 /**
  * The offsets of a group consumer in ZooKeeper (docs/design.md §4):
- * `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>` holds the offset after the last
- * message of the partition the group has consumed. The {@link OffsetCommitter} reads it when a
+ * `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>` (`…/<partition>` for a replicated
+ * topic, docs/replication.md §14) holds the offset after the last message of the partition the
+ * group has consumed. The {@link OffsetCommitter} reads it when a
  * rebalance hands a partition out and writes it, fenced by the claim of the partition, so that
  * a consumer that lost a partition cannot overwrite the offset of its new owner.
  */
@@ -13,10 +14,11 @@ import {
   ZkSessionExpiredError,
   offsetPath,
   parseOffset,
+  replicatedOffsetPath,
   type OwnershipFence,
   type ZkClient,
 } from '@klog/zk-registry';
-import { type OwnedPartition, type ProcessedPosition, partitionKey } from './config.js';
+import { groupPartition, type OwnedPartition, type ProcessedPosition, partitionKey, replicatedBrokerId } from './config.js';
 import type { PartitionTopicInfo } from './message-stream.js';
 import type { OffsetReset } from './offset-reset.js';
 
@@ -47,7 +49,9 @@ export class OffsetCommitter {
    * @throws ZkError when ZooKeeper fails
    */
   async read(p: OwnedPartition): Promise<number | undefined> {
-    const node = await this.zk.getData(offsetPath(this.groupId, p.topic, p.brokerId, p.partition));
+    const path =
+      p.brokerId === replicatedBrokerId ? replicatedOffsetPath(this.groupId, p.topic, p.partition) : offsetPath(this.groupId, p.topic, p.brokerId, p.partition);
+    const node = await this.zk.getData(path);
     if (node === undefined) return undefined;
     const value = node.data.toString('utf8');
     const offset = parseOffset(value);
@@ -99,7 +103,7 @@ export class OffsetCommitter {
       const offset = asked === undefined || consumed === undefined ? undefined : Math.min(asked, consumed);
       if (offset === undefined || offset === info.committedOffset) continue;
       try {
-        await this.offsets.commit(this.groupId, info.topic, info, offset, this.fences.get(partitionKey(info)));
+        await this.offsets.commit(this.groupId, info.topic, groupPartition(info), offset, this.fences.get(partitionKey(info)));
       } catch (err) {
         if (!(err instanceof ZkBadVersionError || err instanceof ZkNoNodeError || err instanceof ZkSessionExpiredError)) throw err;
         this.logger.warn({ topic: info.topic, brokerId: info.brokerId, partition: info.partition, offset, err }, 'offset not committed: this consumer no longer owns the partition');

@@ -57,7 +57,7 @@ export async function applyResetPolicy(
   logger: Logger,
 ): Promise<void> {
   for (const info of infos) {
-    const broker = live.get(info.brokerId);
+    const broker = live.get(info.fetchFrom ?? info.brokerId);
     if (!broker) continue;
     const consumer = new SimpleConsumer({ host: broker.host, port: broker.port, connectTimeoutMs: 2000, requestTimeoutMs: 5000 });
     try {

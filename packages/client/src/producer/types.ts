@@ -5,8 +5,26 @@
 import type { MessageHeader } from '@klog/protocol';
 import type { Connection, WrittenCallback } from '../connection.js';
 
-/** 0: fire-and-forget (no response); 1: answered once appended; 2: answered once appended and flushed. */
-export type Acks = 0 | 1 | 2;
+/**
+ * 0: fire-and-forget (no response); 1: answered once appended; 2: answered once appended and
+ * flushed; −1 ("all"): on a replicated partition, answered once flushed on every ISR member (on a
+ * paper topic as 2; docs/replication.md §11).
+ */
+export type Acks = 0 | 1 | 2 | -1;
+
+/** What the `acks` option takes: an {@link Acks} value, or `'all'` for −1. */
+export type AcksOption = Acks | 'all';
+
+/**
+ * The {@link Acks} value of an `acks` option (`'all'` is −1).
+ * @throws RangeError for anything else
+ */
+export function parseAcksOption(acks: AcksOption | undefined): Acks {
+  if (acks === undefined) return 0;
+  if (acks === 'all') return -1;
+  if (acks === 0 || acks === 1 || acks === 2 || acks === -1) return acks;
+  throw new RangeError(`acks ${String(acks)} must be 0, 1, 2, -1 or 'all'`);
+}
 
 /** The logger the producers write to: klog's one logger shape. */
 export type { Logger } from '@klog/logger';

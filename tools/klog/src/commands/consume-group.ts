@@ -14,7 +14,7 @@
  * --commit-interval-ms after stdout has taken what was printed, and on exit.
  */
 import { type GroupMessage, GroupConsumer, type MessageStream, UnknownTopicError } from '@klog/client';
-import { BrokerRegistry } from '@klog/zk-registry';
+import { BrokerRegistry, ReplicatedTopicRegistry } from '@klog/zk-registry';
 import type { Logger } from 'pino';
 import { withZooKeeper } from '../cluster.js';
 import { createLogger } from '../logger.js';
@@ -49,7 +49,8 @@ export interface GroupConsumeOptions {
 export async function checkRegisteredTopic(connect: string, topic: string, logger: Logger): Promise<void> {
   await withZooKeeper(connect, logger, async (zk) => {
     const registry = new BrokerRegistry(zk, { logger });
-    const topics = await registry.listTopics();
+    // Paper topics and replicated ones (docs/replication.md §3: one namespace, read by two registries).
+    const topics = [...(await registry.listTopics()), ...(await new ReplicatedTopicRegistry(zk, { logger }).listTopics())];
     if (topics.includes(topic)) return;
     const brokers = await registry.listBrokerIds();
     const where = brokers.length === 0 ? `in ZooKeeper at ${connect}, where no broker is registered (is the chroot right?)` : `in ZooKeeper at ${connect}`;

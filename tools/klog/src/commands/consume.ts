@@ -17,7 +17,7 @@ import { consumeGroup } from './consume-group.js';
 import { createLogger } from '../logger.js';
 import { addBrokerOption, intParser, parseGroup, parseStartOffset, parseTopic, type StartOffset, UsageError } from '../options.js';
 import { messagePrinter, type MessageFormatter, parseFormat } from '../message-format.js';
-import { OutputWriter } from '../output.js';
+import { OutputWriter, printLine } from '../output.js';
 import { startOfLast, type TailStart } from '../tail.js';
 
 interface ConsumeOptions {
@@ -119,6 +119,7 @@ async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promis
     ...opts.broker,
     maxFetchBytes: Math.max(opts.maxFetchBytes, opts.fetchBytes),
     ...(opts.maxDecompressedBytes !== undefined && { maxDecompressedBytes: opts.maxDecompressedBytes }),
+    logger,
   });
   const out = new OutputWriter();
   const stop = new AbortController();
@@ -167,8 +168,10 @@ async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promis
       await out.flush();
     }
     await out.flush();
-    logger.info({ messages: printed }, 'done');
+    logger.info({ messages: printed, leaderRetries: consumer.leaderRetries }, 'done');
   } finally {
+    // A replicated partition's leader changes ridden through (each said in a warn line as it happened).
+    if (consumer.leaderRetries > 0) printLine(`klog consume: ${consumer.leaderRetries} retr${consumer.leaderRetries === 1 ? 'y' : 'ies'} across leader changes`);
     clearTimeout(idleTimer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -16,6 +16,7 @@ import {
   ConsumerRegistry,
   OffsetRegistry,
   OwnershipRegistry,
+  ReplicatedTopicRegistry,
 } from '@klog/zk-registry';
 import { addListOrDescribeCommand, type ListOrDescribeOptions, LogEnds, orDash, table, withZooKeeper, writeNames } from '../cluster.js';
 import { createLogger } from '../logger.js';
@@ -26,8 +27,13 @@ import type { Logger } from 'pino';
 interface PartitionLag extends BrokerPartition {
   readonly group: string;
   readonly topic: string;
-  /** The partition's number in the topic: the brokers' partitions counted in broker-id order. */
+  /**
+   * The partition's number in the topic: of a paper topic, the brokers' partitions counted in
+   * broker-id order; of a replicated topic (`brokerId` −1, docs/replication.md §14), its partition.
+   */
   readonly partitionNumber: number;
+  /** A replicated topic's partition: the leader its log end was read from (null: none live). */
+  readonly leader?: number | null;
   /** The owning consumer thread, `<consumerId>-<stream>`. */
   readonly owner: string | null;
   readonly consumerId: string | null;
@@ -78,12 +84,47 @@ async function groups(opts: ListOrDescribeOptions): Promise<void> {
     for (const m of members) for (const t of Object.keys(m.subscription)) topics.add(t);
     for (const t of await offsets.listTopics(group)) topics.add(t);
     for (const t of await owners.listTopics(group)) topics.add(t);
+    const replicated = new ReplicatedTopicRegistry(zk, { logger });
 
     const brokers = new Map((await brokerRegistry.listBrokers()).map((b) => [b.id, b]));
     const ends = new LogEnds(brokers);
     const rows: PartitionLag[] = [];
     try {
       for (const topic of [...topics].sort()) {
+        const definition = await replicated.readDefinition(topic);
+        if (definition) {
+          // A replicated topic: partitions 0..N-1, owners and offsets as <partition>, log ends from each leader.
+          const committedR = new Map((await offsets.listReplicated(group, topic)).map((o) => [o.partition, o.offset]));
+          const ownedR = new Map((await owners.listReplicatedOwners(group, topic)).map((o) => [o.partition, o.owner]));
+          const states = await replicated.readPartitionStates(topic);
+          for (let partition = 0; partition < definition.partitions.length; partition++) {
+            const leaderId = states.get(partition)?.state.leader ?? -1;
+            const leader = brokers.has(leaderId) ? leaderId : null;
+            const offset = committedR.get(partition);
+            const logEnd = leader === null ? undefined : await ends.of(topic, leader, partition, logger);
+            const lag = offset !== undefined && logEnd !== undefined ? logEnd - offset : null;
+            const owner = ownedR.get(partition) ?? null;
+            const consumerId = consumerOf(members, owner);
+            const counted = lag === null || leader === null ? undefined : await countLag(ends, topic, leader, partition, offset!, logEnd!, logger);
+            rows.push({
+              group,
+              topic,
+              brokerId: -1,
+              partition,
+              partitionNumber: partition,
+              leader,
+              owner,
+              consumerId,
+              host: consumerId === null ? null : hostOf(group, consumerId),
+              offset: offset ?? null,
+              logEnd: logEnd ?? null,
+              lag,
+              lagMessages: counted?.messages ?? null,
+              lagMessagesEstimated: counted?.estimated ?? false,
+            });
+          }
+          continue;
+        }
         const committed = new Map((await offsets.list(group, topic)).map((o) => [`${o.brokerId}-${o.partition}`, o.offset]));
         const owned = new Map((await owners.listOwners(group, topic)).map((o) => [`${o.brokerId}-${o.partition}`, o.owner]));
         // The live partitions, plus any a dead broker left offsets or owners for.
@@ -102,7 +143,7 @@ async function groups(opts: ListOrDescribeOptions): Promise<void> {
           const logEnd = await ends.of(topic, brokerId, partition, logger);
           const lag = offset !== undefined && logEnd !== undefined ? logEnd - offset : null;
           const owner = owned.get(name) ?? null;
-          const consumerId = owner === null ? null : (members.find((m) => owner.startsWith(`${m.consumerId}-`))?.consumerId ?? owner.replace(/-\d+$/, ''));
+          const consumerId = consumerOf(members, owner);
           const counted = lag === null ? undefined : await countLag(ends, topic, brokerId, partition, offset!, logEnd!, logger);
           rows.push({
             group,
@@ -150,7 +191,7 @@ async function groups(opts: ListOrDescribeOptions): Promise<void> {
     if (rows.some((r) => r.lagMessagesEstimated)) {
       out += `~ estimated from the messages in the first ${lagCountBytes} bytes after the committed offset (offsets are byte positions)\n`;
     }
-    if (rows.length > 0) out += 'PARTITION counts the partitions of the brokers in broker-id order (as the topic is numbered for Kafka clients); --json gives each brokerId and partition\n';
+    if (rows.some((r) => r.brokerId >= 0)) out += 'PARTITION counts the partitions of the brokers in broker-id order (as the topic is numbered for Kafka clients); --json gives each brokerId and partition\n';
     process.stdout.write(out);
   });
 }
@@ -182,6 +223,12 @@ async function countLag(
     logger.warn({ topic, brokerId, partition, offset, err: (e as Error).message }, 'could not count the lag in messages');
     return undefined;
   }
+}
+
+/** The consumer of an owning thread id `<consumerId>-<stream>` (a member's id when one matches); null for none. */
+function consumerOf(members: readonly { readonly consumerId: string }[], owner: string | null): string | null {
+  if (owner === null) return null;
+  return members.find((m) => owner.startsWith(`${m.consumerId}-`))?.consumerId ?? owner.replace(/-\d+$/, '');
 }
 
 /** The host in a consumer id of the default form `<group>_<host>-<epoch ms>-<8 hex>`; null for another form. */

@@ -13,7 +13,7 @@
 import { Command } from 'commander';
 import { Producer, SimpleConsumer, type ProducerRecord } from '@klog/client';
 import { createLogger } from '../logger.js';
-import { intParser, parseAcks, parseBroker, parseTopic } from '../options.js';
+import { type AcksValue, intParser, parseAcks, parseBroker, parseTopic } from '../options.js';
 import { printLine } from '../output.js';
 
 interface PerfLatencyOptions {
@@ -24,7 +24,7 @@ interface PerfLatencyOptions {
   seconds: number;
   warmupSeconds: number;
   size: number;
-  acks: 0 | 1 | 2;
+  acks: AcksValue;
   batchSize: number;
   json?: boolean;
 }
@@ -119,7 +119,7 @@ export function registerPerfLatency(perf: Command): void {
     .option('--seconds <s>', 'seconds to send for (after the warm-up)', intParser(1, 86_400), 10)
     .option('--warmup-seconds <s>', 'seconds sent first and not counted', intParser(0, 3_600), 1)
     .option('--size <bytes>', `payload bytes per message (at least ${stampBytes}, for the stamp)`, intParser(stampBytes, 1_000_000), 200)
-    .option('--acks <0|1|2>', '0: fire-and-forget, 1: appended, 2: flushed', parseAcks, 0)
+    .option('--acks <0|1|2|all>', '0: fire-and-forget, 1: appended, 2: flushed, all: flushed on every in-sync replica', parseAcks, 0)
     .option('--batch-size <n>', 'most messages per request (messages due in the same ms go together)', intParser(1), 200)
     .option('--json', 'print one JSON object on stdout instead of a line on stderr')
     .action(async (opts: PerfLatencyOptions) => perfLatency(opts));

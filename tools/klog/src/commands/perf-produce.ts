@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { KlogError, parseBrokerAddress, Producer, type ProducerRecord } from '@klog/client';
 import { createLogger } from '../logger.js';
+import type { AcksValue } from '../options.js';
 import { printLine } from '../output.js';
 import { formatLatency, intervalLine, LatencyRecorder, every } from '../perf-stats.js';
 import { createProgress, type Progress, RecentRate } from '../progress.js';
@@ -26,7 +27,7 @@ export interface PerfProduceOptions {
   batchSize: number;
   lingerMs: number;
   partitions?: number;
-  acks: 0 | 1 | 2;
+  acks: AcksValue;
   compression: 'none' | 'gzip';
   throughput?: number;
   reportingIntervalMs: number;
@@ -66,10 +67,15 @@ export async function perfProduce(opts: PerfProduceOptions): Promise<void> {
     if (opts.partitions !== undefined && opts.partitions > partitions.length) {
       throw new KlogError(`--partitions ${opts.partitions} is more than the ${partitions.length} partitions of topic ${opts.topic}`);
     }
-    check = await StoredCheck.start(
-      opts.topic,
-      partitions.map((p) => ({ broker: parseBrokerAddress(p.broker), brokerPartition: p.brokerPartition, name: String(p.partition) })),
-    );
+    // A replicated topic's partitions may change leaders during the run: what was stored is
+    // what the leaders acknowledged (no log ends of one broker to compare).
+    const replicated = await producer.isReplicated(opts.topic);
+    if (!replicated) {
+      check = await StoredCheck.start(
+        opts.topic,
+        partitions.map((p) => ({ broker: parseBrokerAddress(p.broker), brokerPartition: p.brokerPartition, name: String(p.partition) })),
+      );
+    }
     const latency = new LatencyRecorder();
     const acked = opts.acks !== 0;
     /** Records handed to send(). */
@@ -152,7 +158,7 @@ export async function perfProduce(opts: PerfProduceOptions): Promise<void> {
     progress.stop();
     const plain = opts.compression === 'none';
     const messageBytes = StoredCheck.plainMessageBytes(opts.size);
-    const stored: Stored = await check.stored({
+    const stored: Stored | undefined = await check?.stored({
       sent: done,
       ...(plain && { messageBytes, expectedBytes: done * messageBytes }),
       settleMs: storedSettleMs,
@@ -162,24 +168,26 @@ export async function perfProduce(opts: PerfProduceOptions): Promise<void> {
     report('produce', done, done * opts.size, seconds, opts.json, {
       size: opts.size,
       batchSize: opts.batchSize,
-      acks: opts.acks,
+      acks: opts.acks === -1 ? 'all' : opts.acks,
       compression: opts.compression,
       partitions: opts.partitions ?? partitions.length,
       ...(opts.throughput !== undefined && { throughput: opts.throughput }),
     }, {
       latencyMs: lat ?? null,
-      stored: stored.messages,
-      storedBytes: stored.bytes,
+      stored: stored?.messages ?? null,
+      storedBytes: stored?.bytes ?? null,
       failed,
       interrupted,
+      leaderRetries: producer.leaderRetries,
     });
     if (opts.json !== true) {
       if (lat !== undefined) printLine(`perf produce: latency of acknowledged sends: ${formatLatency(lat)}`);
       else if (!acked) printLine('perf produce: acks 0: sends are not acknowledged, so there is no latency to report (use --acks 1)');
       if (interrupted) printLine(`perf produce: interrupted after ${sent} of ${opts.messages} messages`);
+      if (producer.leaderRetries > 0) printLine(`perf produce: ${producer.leaderRetries} retr${producer.leaderRetries === 1 ? 'y' : 'ies'} across leader changes`);
     }
-    const mismatch = storedMismatch(done, stored);
-    if (mismatch === undefined && opts.json !== true) printLine(`perf produce: the broker stored all ${stored.messages} messages (log ends checked)`);
+    const mismatch = stored === undefined ? undefined : storedMismatch(done, stored);
+    if (stored !== undefined && mismatch === undefined && opts.json !== true) printLine(`perf produce: the broker stored all ${stored.messages} messages (log ends checked)`);
     if (failed > 0) throw new KlogError(`${failed} of ${sent} messages failed: ${firstError?.message ?? 'unknown error'}`);
     if (firstError !== undefined) throw firstError;
     if (mismatch !== undefined) throw new KlogError(mismatch);

@@ -64,7 +64,7 @@ export function registerPerf(program: Command): void {
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
     .option('--partitions <n>', 'spread messages round-robin over partitions 0..n-1 (default: random over all)', intParser(1))
-    .option('--acks <0|1|2>', '0: fire-and-forget (no latency; the log ends tell what was stored), 1: appended, 2: flushed', parseAcks, 0)
+    .option('--acks <0|1|2|all>', '0: fire-and-forget (no latency; the log ends tell what was stored), 1: appended, 2: flushed, all: flushed on every in-sync replica', parseAcks, 0)
     .option('--throughput <msg/s>', 'hold this rate, in messages per second (default: as fast as possible)', intParser(1))
     .option('--compression <none|gzip>', 'send each batch as one gzip-compressed message set (the payloads are random bytes: no gain in size)', parseCompression, 'none')
     .option('--reporting-interval-ms <ms>', 'when stderr is not a terminal: print a line of rate and latency this often', intParser(100), 5000)

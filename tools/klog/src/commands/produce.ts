@@ -21,7 +21,7 @@ import { defaultAuditTopic, defaultAuditWindowMs, KlogBrokerError, KlogError, Pr
 import { parseZkConnect } from '../cluster.js';
 import { readLineGroupsUntil } from '../lines.js';
 import { createLogger } from '../logger.js';
-import { addBrokerOption, intParser, parseAcks, parseCompression, parseNonEmpty, parseTopic, UsageError } from '../options.js';
+import { type AcksValue, addBrokerOption, intParser, parseAcks, parseCompression, parseNonEmpty, parseTopic, UsageError } from '../options.js';
 import { printLine } from '../output.js';
 import { rate } from '../rate.js';
 import { checkStoredBy, type Stored, StoredCheck, storedMismatch } from '../stored-check.js';
@@ -35,7 +35,7 @@ interface ProduceOptions {
   keySeparator?: string;
   batchSize: number;
   lingerMs: number;
-  acks: 0 | 1 | 2;
+  acks: AcksValue;
   compression: 'none' | 'gzip';
   stampMetadata?: boolean;
   host?: string;
@@ -71,7 +71,12 @@ export function registerProduce(program: Command): void {
     .option('--compression <none|gzip>', 'send each batch as one gzip-compressed message set', parseCompression, 'none')
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
-    .option('--acks <0|1|2>', '0: fire-and-forget (nothing reports a rejected message), 1: wait until appended, 2: wait until flushed', parseAcks, 1)
+    .option(
+      '--acks <0|1|2|all>',
+      '0: fire-and-forget (nothing reports a rejected message), 1: wait until appended, 2: wait until flushed, all: until flushed on every in-sync replica (a paper topic: as 2)',
+      parseAcks,
+      1,
+    )
     .option('--stop-on-error', 'stop reading at the first line the broker rejects (default: report it by line number, store the others, exit 1)')
     .option('--drain-timeout-ms <ms>', 'on SIGINT/SIGTERM or --stop-on-error: most ms to wait for the lines read to be acknowledged', intParser(0), 10_000)
     .addHelpText(
@@ -80,6 +85,7 @@ export function registerProduce(program: Command): void {
 Examples:
   printf 'hello\\nworld\\n' | klog produce --broker-list 127.0.0.1:9092 --topic greetings
   klog produce --broker-list 127.0.0.1:9092,127.0.0.1:9093 --topic logs --file /var/log/dpkg.log --acks 2
+  seq 1 1000 | klog produce --zookeeper 127.0.0.1:2181/klog --topic events --acks all
   seq 1 1000 | klog produce --zookeeper 127.0.0.1:2181/klog --topic numbers
   tail -F app.log | klog produce --broker-list 127.0.0.1:9092 --topic app --key-separator ' ' --stamp-metadata`,
     )
@@ -91,6 +97,8 @@ interface LineProducer {
   send(topic: string, records: readonly ProducerRecord[], options: SendOptions): Promise<unknown[]>;
   flush(): Promise<void>;
   close(): Promise<void>;
+  /** Retries across leader changes of a replicated topic (docs/replication.md §13.2). */
+  readonly leaderRetries: number;
 }
 
 /** Lines sent and not yet settled, at most: past it, reading waits (the producer bounds their bytes too). */
@@ -268,7 +276,8 @@ async function produce(opts: ProduceOptions): Promise<void> {
     `produced ${tally.sent} messages (${tally.bytes} bytes) to topic ${opts.topic} in ${seconds.toFixed(3)} s ` +
       `(${r.msgsPerSec.toFixed(0)} msg/s, ${r.mbPerSec.toFixed(2)} MB/s): ${tally.sent} sent, ` +
       `${opts.acks === 0 ? `${tally.acknowledged} written (acks 0: not acknowledged)` : `${tally.acknowledged} acknowledged`}, ${tally.failed} failed` +
-      (unacknowledged > 0 ? `, ${unacknowledged} not acknowledged in time` : ''),
+      (unacknowledged > 0 ? `, ${unacknowledged} not acknowledged in time` : '') +
+      (producer.leaderRetries > 0 ? `, ${producer.leaderRetries} retr${producer.leaderRetries === 1 ? 'y' : 'ies'} across leader changes` : ''),
   );
   const mismatch = stored === undefined ? undefined : storedMismatch(tally.acknowledged, stored);
   if (stored !== undefined && mismatch === undefined) printLine(`klog produce: acks 0: the broker stored all ${stored.messages} messages (log ends checked)`);
