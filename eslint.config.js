@@ -27,7 +27,7 @@ const projects = [
 const MAX_LINE = 160;
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', '**/build/**', '**/vitest.config.ts'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', '**/build/**', '**/vitest.config.ts', '**/vitest.crc-projects.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked.map((config) => ({ ...config, files: ['**/*.ts'] })),
   ...projects.map(([dir, tsconfig]) => ({

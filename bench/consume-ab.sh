@@ -12,14 +12,9 @@ cd "$(dirname "$0")/.."
 HERE=$(pwd)
 OTHER=$(cd "$1" && pwd)
 WORK=$(mktemp -d -t klog-consume-ab-XXXXXX)
-node_modules/.bin/klog-broker --port 0 --log-dir "$WORK/logs" > "$WORK/broker.log" &
-BROKER=$!
+source bench/lib/broker.sh
+start_broker
 trap 'kill $BROKER 2>/dev/null || true; wait $BROKER 2>/dev/null || true; rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do
-  PORT=$(node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").split("\n")) { try { const e = JSON.parse(l); if (e.msg === "broker listening") { console.log(e.port); break; } } catch {} }' "$WORK/broker.log")
-  [ -n "$PORT" ] && break
-  sleep 0.1
-done
 node_modules/.bin/klog perf produce --broker-list "127.0.0.1:$PORT" --topic ab --messages 1000000 --size 200 --batch-size 50 --acks 2 --json > /dev/null
 node --input-type=module - "$PORT" "$OTHER" "$HERE" <<'JS'
 const [port, other, here] = process.argv.slice(2);

@@ -14,14 +14,9 @@ N="${1:-1000000}"
 BIN=node_modules/.bin
 WORK=$(mktemp -d -t klog-kafka-bench-XXXXXX)
 trap 'kill $BROKER 2>/dev/null || true; wait $BROKER 2>/dev/null || true; rm -rf "$WORK"' EXIT
-"$BIN/klog-broker" --port 0 --kafka-port 0 --log-dir "$WORK/logs" > "$WORK/broker.log" &
-BROKER=$!
-for _ in $(seq 100); do
-  PORTS=$(node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").split("\n")) { try { const e = JSON.parse(l); if (e.msg === "broker listening") { console.log(e.port, e.kafkaPort); break; } } catch {} }' "$WORK/broker.log")
-  [ -n "$PORTS" ] && break
-  sleep 0.1
-done
-read -r PORT KPORT <<< "$PORTS"
+source bench/lib/broker.sh
+start_broker --kafka-port 0
+KPORT=$KAFKA_PORT
 B="127.0.0.1:$PORT"
 K="127.0.0.1:$KPORT"
 node -e 'const os=require("os");console.log(JSON.stringify({date:new Date().toISOString(),node:process.version,kernel:os.release(),cpus:os.cpus().length,cpuModel:os.cpus()[0].model,memoryGiB:Math.round(os.totalmem()/2**30),loadAverage:os.loadavg().map((l)=>+l.toFixed(2)),kcat:require("child_process").execSync("kcat -V").toString().split("\n")[0]}))'

@@ -8,7 +8,7 @@ import { BrokerIdInUseError, BrokerRegistry, ZkClient } from '@klog/zk-registry'
 import { assertZooKeeperRunning, expireSession, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { AckLevel, Decoder, decodeMetadataResponse, decodeProduceAckResponse, encodeMetadataRequest, encodeProduceAckRequest } from '@klog/protocol';
 import { startBroker, type Broker } from '../src/index.js';
-import { WireClient, removeDir, tempDir } from './helpers.js';
+import { WireClient, removeDir, tempDir, until } from './helpers.js';
 
 const silent = pino({ level: 'silent' });
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -36,15 +36,6 @@ async function registry(connect: string): Promise<BrokerRegistry> {
   return new BrokerRegistry(zk);
 }
 
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('broker in cluster mode', () => {
   it('registers itself and its topics, including topics created later, and leaves on close', async () => {

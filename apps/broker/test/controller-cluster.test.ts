@@ -15,7 +15,7 @@ import {
   type PartitionStateNode,
 } from '@klog/zk-registry';
 import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
-import { removeDir, spawnBroker, tempDir, type BrokerProcess } from './helpers.js';
+import { removeDir, spawnBroker, tempDir, until, type BrokerProcess } from './helpers.js';
 
 const sessionTimeoutMs = 2000;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -53,15 +53,6 @@ async function metric(n: Node, name: string, labels = ''): Promise<number> {
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-async function until<T>(what: string, f: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 async function cluster(extra: string[] = []): Promise<{ connect: string; zk: ZkClient; nodes: Node[] }> {
   const connect = testConnectString();

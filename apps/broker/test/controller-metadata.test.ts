@@ -21,7 +21,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { startBroker, type Broker } from '../src/index.js';
-import { removeDir, tempDir, WireClient } from './helpers.js';
+import { removeDir, tempDir, until, WireClient } from './helpers.js';
 
 const silent = pino({ level: process.env['DEBUG_LOG'] ?? 'silent' });
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -34,15 +34,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function until<T>(what: string, f: () => Promise<T | undefined | false> | T | undefined | false, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 async function broker(connect: string, brokerId: number): Promise<Broker> {
   const logDir = tempDir();

@@ -18,6 +18,20 @@ export function tempDir(prefix = 'klog-broker-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/**
+ * Calls `f` every 25 ms until it returns something other than undefined or false, and resolves
+ * with that; rejects naming `what` after `ms`.
+ */
+export async function until<T>(what: string, f: () => Promise<T | undefined | false> | T | undefined | false, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }

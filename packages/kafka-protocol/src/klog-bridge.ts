@@ -9,20 +9,40 @@
  */
 import {
   CompressionCodec,
+  ErrorCode,
+  ProtocolError,
   checkMessageAt,
   compressionCodecMask,
+  currentMagic,
   decompressWrapper,
   encodeMessageSetWithHeaders,
+  hasHeaderAttribute,
+  headerTagKey,
+  headerTagTimestamp,
   iterateInnerMessageSet,
   lengthFieldBytes,
+  maxHeaderFieldBytes,
   messageOverheadBytes,
   newMessageHeaderSpan,
   scanMessageHeader,
   scanMessageSet,
+  writeMessageCrcs,
   type MessageEntry,
 } from '@klog/protocol';
 import { KafkaErrorCode, KafkaProtocolError } from './errors.js';
-import { KafkaCopies, writeKafkaCrcs, writeKafkaMessageOf, type KafkaMessage } from './message-set.js';
+import {
+  KafkaCodec,
+  KafkaCopies,
+  decodeKafkaMessageSet,
+  kafkaMessageEnd,
+  newKafkaMessageSpan,
+  scanKafkaMessage,
+  writeKafkaCrcs,
+  writeKafkaMessageOf,
+  type DecodeMessageSetOptions,
+  type KafkaMessage,
+  type KafkaMessageSpan,
+} from './message-set.js';
 
 /**
  * The klog message set of Kafka messages: key and timestamp (when present) in each message's
@@ -39,6 +59,76 @@ export function klogMessageSetOf(messages: readonly KafkaMessage[]): Buffer {
     };
   });
   return encodeMessageSetWithHeaders(entries);
+}
+
+/**
+ * The klog message set of a produced Kafka message set (magic 0 or 1), as
+ * {@link klogMessageSetOf} of its decoded messages gives it. A set without compressed messages
+ * (what producers send by default) is converted in one pass: each message checked where it lies
+ * ({@link scanKafkaMessage}), its key, timestamp bytes and value copied into one buffer allocated
+ * once (all copies in one call, {@link KafkaCopies}), every klog CRC filled by one call
+ * ({@link writeMessageCrcs}); no object per message. A
+ * set with a gzip wrapper is decoded ({@link decodeKafkaMessageSet}) and converted from that.
+ * @throws KafkaProtocolError as decodeKafkaMessageSet does; ProtocolError (InvalidMessage) for a key over 65535 bytes
+ */
+export async function klogMessageSetOfKafka(records: Buffer, options: DecodeMessageSetOptions): Promise<Buffer> {
+  const span = newKafkaMessageSpan();
+  const copies = new KafkaCopies();
+  // A klog message is never larger than the Kafka message it comes from (26 bytes of framing at
+  // most, against 26 for magic 0 and 34 for magic 1), so the set fits in as many bytes.
+  const out = Buffer.allocUnsafe(records.length);
+  let at = 0;
+  for (let pos = 0; pos < records.length; ) {
+    const end = kafkaMessageEnd(records, pos);
+    const m = scanKafkaMessage(records, pos, end, span);
+    if (m.codec !== KafkaCodec.None) return klogMessageSetOf(await decodeKafkaMessageSet(records, options));
+    at = writeKlogMessageOf(records, m, end, out, at, copies);
+    pos = end;
+  }
+  copies.flush(records, out);
+  writeMessageCrcs(out, 0, at);
+  return out.subarray(0, at);
+}
+
+/** Bytes of the metadata header's fields of a Kafka message (key and timestamp), 0 for none. */
+function headerFieldsOf(m: KafkaMessageSpan): number {
+  const fields = (m.keyStart < 0 ? 0 : 3 + m.keyEnd - m.keyStart) + (m.timestampAt < 0 ? 0 : 3 + 8);
+  if (fields > maxHeaderFieldBytes) throw new ProtocolError(ErrorCode.InvalidMessage, `message header of ${fields} bytes is over ${maxHeaderFieldBytes}`);
+  return fields;
+}
+
+/**
+ * Writes the klog message of the Kafka message `m` of `src` (ending at `end`) at `out[at]`, but
+ * for its CRC; key, timestamp and value bytes are queued on `copies` (flush them from `src`).
+ * @returns the position after it
+ */
+function writeKlogMessageOf(src: Buffer, m: KafkaMessageSpan, end: number, out: Buffer, at: number, copies: KafkaCopies): number {
+  const fields = headerFieldsOf(m);
+  let pos = at + messageOverheadBytes;
+  if (fields > 0) {
+    pos = out.writeUInt16BE(fields, pos);
+    if (m.keyStart >= 0) {
+      const n = m.keyEnd - m.keyStart;
+      out[pos] = headerTagKey;
+      pos = out.writeUInt16BE(n, pos + 1);
+      copies.add(m.keyStart, pos, n);
+      pos += n;
+    }
+    if (m.timestampAt >= 0) {
+      out[pos] = headerTagTimestamp;
+      pos = out.writeUInt16BE(8, pos + 1);
+      copies.add(m.timestampAt, pos, 8);
+      pos += 8;
+    }
+  }
+  if (m.valueStart >= 0) {
+    copies.add(m.valueStart, pos, end - m.valueStart);
+    pos += end - m.valueStart;
+  }
+  out.writeInt32BE(pos - at - lengthFieldBytes, at);
+  out[at + 4] = currentMagic;
+  out[at + 5] = fields > 0 ? hasHeaderAttribute : 0;
+  return pos;
 }
 
 /** A klog message set re-framed as a Kafka one. */

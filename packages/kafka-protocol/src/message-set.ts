@@ -252,17 +252,8 @@ export async function decodeKafkaMessageSet(buf: Buffer, options: DecodeMessageS
 async function walkSet(buf: Buffer, options: DecodeMessageSetOptions, out: KafkaMessage[], inner: boolean): Promise<void> {
   let pos = 0;
   while (pos < buf.length) {
-    if (buf.length - pos < logOverheadBytes) {
-      if (options.allowPartialTail === true && !inner) return;
-      throw corrupt(`partial message head at byte ${pos}`);
-    }
-    const size = buf.readInt32BE(pos + 8);
-    if (size < 14) throw corrupt(`message_size ${size} at byte ${pos}`);
-    const end = pos + logOverheadBytes + size;
-    if (end > buf.length) {
-      if (options.allowPartialTail === true && !inner) return;
-      throw corrupt(`message of ${size} bytes at byte ${pos} runs past the set's ${buf.length}`);
-    }
+    const end = kafkaMessageEnd(buf, pos, options.allowPartialTail === true && !inner);
+    if (end < 0) return;
     const m = decodeOne(buf, pos, end);
     if (m.codec === KafkaCodec.None) out.push(m.message);
     else if (inner) throw corrupt(`inner message at byte ${pos} is itself compressed`);
@@ -291,28 +282,88 @@ async function inflate(wrapper: KafkaMessage, options: DecodeMessageSetOptions, 
   if (wrapper.magic === 1) for (let i = first; i < out.length; i++) out[i] = { ...out[i]!, offset: base + out[i]!.offset };
 }
 
+/**
+ * Where the message at `buf[pos]` of a set ends (from its size field), or -1 when the set ends
+ * inside it and `partialOk`.
+ * @throws KafkaProtocolError (CorruptMessage) for a size below a message's smallest, or a partial message when not `partialOk`
+ */
+export function kafkaMessageEnd(buf: Buffer, pos: number, partialOk = false): number {
+  if (buf.length - pos < logOverheadBytes) {
+    if (partialOk) return -1;
+    throw corrupt(`partial message head at byte ${pos}`);
+  }
+  const size = buf.readInt32BE(pos + 8);
+  if (size < 14) throw corrupt(`message_size ${size} at byte ${pos}`);
+  const end = pos + logOverheadBytes + size;
+  if (end > buf.length) {
+    if (partialOk) return -1;
+    throw corrupt(`message of ${size} bytes at byte ${pos} runs past the set's ${buf.length}`);
+  }
+  return end;
+}
+
 function decodeOne(buf: Buffer, pos: number, end: number): { message: KafkaMessage; codec: number } {
+  const m = scanKafkaMessage(buf, pos, end, newKafkaMessageSpan());
+  const key = m.keyStart < 0 ? null : buf.subarray(m.keyStart, m.keyEnd);
+  const value = m.valueStart < 0 ? null : buf.subarray(m.valueStart, end);
+  const offset = readInt64(buf, pos) ?? 0;
+  const timestamp = m.timestampAt < 0 ? undefined : readInt64(buf, m.timestampAt)!;
+  return { message: { offset, magic: m.magic, timestamp, key, value }, codec: m.codec };
+}
+
+/**
+ * Where the fields of one message lie in its bytes ({@link scanKafkaMessage} fills it; one span is
+ * reused for every message of a set).
+ */
+export interface KafkaMessageSpan {
+  magic: 0 | 1;
+  /** The codec bits of `attributes`. */
+  codec: number;
+  /** Position of the 8 timestamp bytes (magic 1, a timestamp other than -1), or -1 for none. */
+  timestampAt: number;
+  /** The key is `[keyStart, keyEnd)`; keyStart -1 for a null key. */
+  keyStart: number;
+  keyEnd: number;
+  /** The value runs from `valueStart` to the message's end; -1 for a null value. */
+  valueStart: number;
+}
+
+/** A span to pass to {@link scanKafkaMessage}. */
+export function newKafkaMessageSpan(): KafkaMessageSpan {
+  return { magic: 0, codec: 0, timestampAt: -1, keyStart: -1, keyEnd: -1, valueStart: -1 };
+}
+
+/**
+ * Checks the message at `buf[pos, end)` (offset and size fields included, `end` from its size
+ * field) and fills `span` with where its fields are.
+ * @throws KafkaProtocolError (CorruptMessage) for a bad CRC, magic, timestamp or lengths
+ */
+export function scanKafkaMessage(buf: Buffer, pos: number, end: number, span: KafkaMessageSpan): KafkaMessageSpan {
   const crc = buf.readUInt32BE(pos + logOverheadBytes);
   const body = pos + logOverheadBytes + 4;
   if (crc32Range(buf, body, end) !== crc) throw corrupt(`CRC mismatch in the message at byte ${pos}`);
   const magic = buf.readInt8(body);
   if (magic !== 0 && magic !== 1) throw corrupt(`magic byte ${magic} at byte ${pos} (0 and 1 are supported)`);
-  const attributes = buf.readInt8(body + 1);
+  span.magic = magic;
+  span.codec = buf.readInt8(body + 1) & kafkaCodecMask;
   let p = body + 2;
-  let timestamp: number | undefined;
+  span.timestampAt = -1;
   if (magic === 1) {
     if (end - p < 8) throw corrupt(`message at byte ${pos} too short for its timestamp`);
     const t = readInt64(buf, p);
+    if (t !== undefined && t >= 0) span.timestampAt = p;
+    else if (t !== -1) throw corrupt(`timestamp ${buf.readBigInt64BE(p)} at byte ${pos}`);
     p += 8;
-    if (t !== undefined && t >= 0) timestamp = t;
-    else if (t !== -1) throw corrupt(`timestamp ${buf.readBigInt64BE(p - 8)} at byte ${pos}`);
   }
-  const key = readNullable(buf, p, end, pos);
-  p = key.next;
-  const value = readNullable(buf, p, end, pos);
-  if (value.next !== end) throw corrupt(`message at byte ${pos}: ${end - value.next} bytes after the value`);
-  const offset = readInt64(buf, pos) ?? 0;
-  return { message: { offset, magic, timestamp, key: key.bytes, value: value.bytes }, codec: attributes & kafkaCodecMask };
+  const keyBytes = nullableLength(buf, p, end, pos);
+  span.keyStart = keyBytes < 0 ? -1 : p + 4;
+  p += 4 + Math.max(0, keyBytes);
+  span.keyEnd = p;
+  const valueBytes = nullableLength(buf, p, end, pos);
+  span.valueStart = valueBytes < 0 ? -1 : p + 4;
+  p += 4 + Math.max(0, valueBytes);
+  if (p !== end) throw corrupt(`message at byte ${pos}: ${end - p} bytes after the value`);
+  return span;
 }
 
 /** An int64 as a number without a BigInt; undefined outside ±2^53. */
@@ -322,12 +373,12 @@ function readInt64(buf: Buffer, pos: number): number | undefined {
   return high * 0x1_0000_0000 + buf.readUInt32BE(pos + 4);
 }
 
-function readNullable(buf: Buffer, p: number, end: number, at: number): { bytes: Buffer | null; next: number } {
+/** The length of the nullable bytes at `p`, checked against `end`: -1 for null. */
+function nullableLength(buf: Buffer, p: number, end: number, at: number): number {
   if (end - p < 4) throw corrupt(`message at byte ${at} cut inside a length`);
   const n = buf.readInt32BE(p);
-  if (n === -1) return { bytes: null, next: p + 4 };
-  if (n < 0 || n > end - p - 4) throw corrupt(`message at byte ${at}: length ${n} with ${end - p - 4} bytes left`);
-  return { bytes: buf.subarray(p + 4, p + 4 + n), next: p + 4 + n };
+  if (n < -1 || n > end - p - 4) throw corrupt(`message at byte ${at}: length ${n} with ${end - p - 4} bytes left`);
+  return n;
 }
 
 function corrupt(why: string): KafkaProtocolError {

@@ -8,6 +8,7 @@ import {
   gzipKafkaMessageSet,
   kafkaMessageSetOf,
   klogMessageSetOf,
+  klogMessageSetOfKafka,
 } from '../src/index.js';
 
 const opts = { maxInnerBytes: 1 << 20 };
@@ -98,5 +99,35 @@ describe('int64 fields without BigInt', () => {
       [big + 1, big],
     ]);
     expect(set.readBigInt64BE(12 + 4 + 2)).toBe(-1n);
+  });
+});
+
+describe('a produced Kafka set converted in one pass', () => {
+  const slow = async (set: Buffer): Promise<Buffer> => klogMessageSetOf(await decodeKafkaMessageSet(set, opts));
+  it('gives the bytes klogMessageSetOf gives of its decoded messages', async () => {
+    const many = Array.from({ length: 500 }, (_, i) => ({
+      key: i % 3 === 0 ? null : Buffer.from(`key-${i}`.repeat(i % 7)),
+      value: i % 11 === 0 ? null : Buffer.alloc(i % 300, i),
+      ...(i % 2 === 0 ? { timestamp: 1_700_000_000_000 + i } : {}),
+    }));
+    const sets = [...[msgs, many].flatMap((m) => [encodeKafkaMessageSet(m, 1), encodeKafkaMessageSet(m, 0)]), Buffer.alloc(0)];
+    for (const set of sets) {
+      expect((await klogMessageSetOfKafka(set, opts)).equals(await slow(set))).toBe(true);
+    }
+    // A set with a gzip wrapper is decoded and converted the same way.
+    const gz = Buffer.concat([encodeKafkaMessageSet(msgs, 1), await gzipKafkaMessageSet(many, 1, 600)]);
+    expect((await klogMessageSetOfKafka(gz, opts)).equals(await slow(gz))).toBe(true);
+  });
+
+  it('refuses what decodeKafkaMessageSet refuses: a bad CRC, a cut message, a key over 65535 bytes', async () => {
+    const bad = Buffer.from(encodeKafkaMessageSet(msgs, 1));
+    bad[bad.length - 1]! ^= 0xff;
+    await expect(klogMessageSetOfKafka(bad, opts)).rejects.toMatchObject({ code: KafkaErrorCode.CorruptMessage });
+    const set = encodeKafkaMessageSet(msgs, 1);
+    await expect(klogMessageSetOfKafka(set.subarray(0, set.length - 3), opts)).rejects.toBeInstanceOf(KafkaProtocolError);
+    await expect(klogMessageSetOfKafka(set.subarray(0, 5), opts)).rejects.toBeInstanceOf(KafkaProtocolError);
+    const huge = encodeKafkaMessageSet([{ key: Buffer.alloc(70_000), value: Buffer.from('v') }], 1);
+    await expect(klogMessageSetOfKafka(huge, opts)).rejects.toThrow(/over 65535/);
+    await expect(slow(huge)).rejects.toThrow(/over 65535/);
   });
 });

@@ -25,9 +25,10 @@ export const hasHeaderAttribute = 0x04;
 /** Largest key, host or header in bytes (uint16 lengths). */
 export const maxHeaderFieldBytes = 0xffff;
 
-const tagKey = 1;
-const tagTimestamp = 2;
-const tagHost = 3;
+/** Tags of the header's fields (the layout above). */
+export const headerTagKey = 1;
+export const headerTagTimestamp = 2;
+export const headerTagHost = 3;
 
 /** Metadata of one message; every field is optional. */
 export interface MessageHeader {
@@ -116,13 +117,13 @@ export function writeMessageWithHeader(
       throw new ProtocolError(ErrorCode.InvalidMessage, `message header of ${fields} bytes is over ${maxHeaderFieldBytes}`);
     }
     pos = buf.writeUInt16BE(fields, pos);
-    if (header.key !== undefined) pos = writeField(buf, pos, tagKey, header.key);
+    if (header.key !== undefined) pos = writeField(buf, pos, headerTagKey, header.key);
     if (header.timestamp !== undefined) {
-      pos = buf.writeUInt8(tagTimestamp, pos);
+      pos = buf.writeUInt8(headerTagTimestamp, pos);
       pos = buf.writeUInt16BE(8, pos);
       pos = buf.writeBigInt64BE(BigInt(Math.trunc(header.timestamp)), pos);
     }
-    if (header.host !== undefined) pos = writeField(buf, pos, tagHost, Buffer.from(header.host, 'utf8'));
+    if (header.host !== undefined) pos = writeField(buf, pos, headerTagHost, Buffer.from(header.host, 'utf8'));
   }
   if (pos + value.length > buf.length) throw new RangeError(`message of ${pos + value.length - start} bytes does not fit at position ${start} of ${buf.length}`);
   buf.set(value, pos);
@@ -191,13 +192,13 @@ export function scanMessageHeader(buf: Buffer, start: number, end: number, attri
     const length = (buf[pos + 1]! << 8) | buf[pos + 2]!;
     pos += 3;
     if (headerEnd - pos < length) throw badHeader(`field ${tag} of ${length} bytes runs past the header`);
-    if (tag === tagKey) {
+    if (tag === headerTagKey) {
       out.keyStart = pos;
       out.keyEnd = pos + length;
-    } else if (tag === tagHost) {
+    } else if (tag === headerTagHost) {
       out.hostStart = pos;
       out.hostEnd = pos + length;
-    } else if (tag === tagTimestamp) {
+    } else if (tag === headerTagTimestamp) {
       if (length !== 8) throw badHeader(`timestamp field of ${length} bytes`);
       // An int64 without a BigInt: outside ±(2^53 - 1) it is refused.
       const high = buf.readInt32BE(pos);

@@ -3,7 +3,7 @@
  * share: the `--zookeeper` option, a short-lived ZooKeeper session, log end offsets read from
  * the brokers, and plain-text tables.
  */
-import { Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { SimpleConsumer } from '@klog/client';
 import { type BrokerInfo, parseConnectString, ZkClient } from '@klog/zk-registry';
 import type { Logger } from 'pino';
@@ -75,4 +75,41 @@ export function table(rows: readonly (readonly string[])[]): string {
 /** A number, or `-` when unknown. */
 export function orDash(v: number | string | undefined): string {
   return v === undefined ? '-' : String(v);
+}
+
+/** The options of a command made by {@link addListOrDescribeCommand}. */
+export interface ListOrDescribeOptions {
+  zookeeper: string;
+  describe?: string;
+  json?: boolean;
+}
+
+/**
+ * Adds a cluster command that lists the names registered in ZooKeeper (`klog groups`) or, with
+ * `--describe <name>`, describes one; `--json` for JSON. `run` gets the parsed
+ * options; with no `--describe` it may print the names with {@link writeNames}.
+ * @param describe the `--describe` argument (`topic`, `group`), its help and its parser
+ * @param examples argument lists after `klog <name>`, shown in the help
+ */
+export function addListOrDescribeCommand(
+  program: Command,
+  name: string,
+  description: string,
+  describe: { readonly arg: string; readonly help: string; readonly parse: (value: string) => string },
+  examples: readonly string[],
+  run: (opts: ListOrDescribeOptions) => Promise<void>,
+): Command {
+  return program
+    .command(name)
+    .description(description)
+    .addOption(zookeeperOption())
+    .option(`--describe <${describe.arg}>`, describe.help, describe.parse)
+    .option('--json', 'print JSON instead of text')
+    .addHelpText('after', `\nExamples:\n${examples.map((e) => `  klog ${name} ${e}`).join('\n')}`)
+    .action(run);
+}
+
+/** Prints `names` one per line, or as one JSON array with `json` (`klog topics`, `klog groups`). */
+export function writeNames(names: readonly string[], json: boolean | undefined): void {
+  process.stdout.write(json ? `${JSON.stringify(names)}\n` : names.map((n) => `${n}\n`).join(''));
 }

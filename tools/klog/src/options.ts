@@ -136,3 +136,14 @@ export function addBrokerOption(command: Command, primary: 'broker' | 'brokerLis
       }
     });
 }
+
+/**
+ * Adds the options of a command on one partition of one broker (`klog offsets`, `klog perf
+ * consume`): `--broker` (required, both spellings: {@link addBrokerOption}), `--topic` (required)
+ * and `--partition` (default 0).
+ */
+export function addPartitionOptions(command: Command): Command {
+  return addBrokerOption(command, 'broker', 'broker holding the partition (required; --broker-list is the same option)', true)
+    .requiredOption('--topic <topic>', 'topic', parseTopic)
+    .option('--partition <n>', 'partition', intParser(0), 0);
+}

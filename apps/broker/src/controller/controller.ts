@@ -25,6 +25,7 @@ import {
   type ZkOp,
   type ZkWatch,
 } from '@klog/zk-registry';
+import { retry } from '@klog/retry';
 import type { Logger } from 'pino';
 import { sendRequests, writeStates, type ApplyContext, type SentRequests } from './apply.js';
 import type { ControllerMetrics } from './controller-metrics.js';
@@ -160,9 +161,25 @@ export class Controller {
     o.metrics.setActive(true, () => offlinePartitionCount(view));
     logger.info({ brokerId: o.brokerId }, 'became controller');
     this.#event(term, 'become controller', async () => {
-      await loadView(o.zk, view);
-      for (const topic of await this.#admin.listTopicDeletions()) if (view.topics.has(topic)) view.deleting.add(topic);
-      await this.#decideAndApply(term, () => decideOnBecomingController(view));
+      // A failure to read or write (ZooKeeper away longer than the operation timeout) is tried
+      // again: this broker holds /controller, so no other can take over meanwhile.
+      const abort = new AbortController();
+      void term.over.then(() => abort.abort());
+      await retry(
+        async () => {
+          await loadView(o.zk, view);
+          for (const topic of await this.#admin.listTopicDeletions()) if (view.topics.has(topic)) view.deleting.add(topic);
+          await this.#decideAndApply(term, () => decideOnBecomingController(view));
+        },
+        {
+          initialMs: 200,
+          maxMs: 5000,
+          signal: abort.signal,
+          retriable: (err) => !(err instanceof ControllerFencedError) && !term.ended,
+          onRetry: ({ error, delayMs }) => logger.warn({ err: error, delayMs }, 'loading the cluster state failed; trying again'),
+        },
+      );
+      if (term.ended) return;
       term.watches.push(
         this.#brokers.watchBrokerIds(() => this.#event(term, 'brokers changed', () => this.#onBrokers(term))),
         this.#topics.watchDefinitions((defs) => this.#event(term, 'topics changed', () => this.#onTopics(term, defs))),

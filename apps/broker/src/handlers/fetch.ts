@@ -23,6 +23,7 @@ import {
 import { FileRegion, LogOffsetOutOfRangeError, type Log } from '@klog/storage';
 import type { BrokerContext, ResponsePart } from './context.js';
 import { errorCodeOf } from './produce.js';
+import { longPoll, type Unsubscribe } from '../long-poll.js';
 
 /** One fetch's answer: the region to send, or the error to answer with. */
 export type FetchAnswer =
@@ -122,54 +123,35 @@ async function waitForData(ctx: BrokerContext, f: FetchRequest, ms: number): Pro
   }
 }
 
-async function waitUntilFlushedPast(ctx: BrokerContext, f: FetchRequest, ms: number): Promise<void> {
-  // One timer and one listener, both removed when the wait ends: a long poll answered by a flush
-  // leaves nothing behind (AbortSignal.timeout's timer cannot be cleared, and would fire and
-  // build a DOMException for every answered poll).
-  let timer: NodeJS.Timeout | undefined;
-  let stop = (): void => {};
-  const ended = new Promise<void>((resolve) => {
-    stop = resolve;
-    timer = setTimeout(resolve, ms);
-    ctx.closing.addEventListener('abort', stop, { once: true });
-  });
-  let done = ctx.closing.aborted;
-  void ended.then(() => (done = true));
-  try {
+function waitUntilFlushedPast(ctx: BrokerContext, f: FetchRequest, ms: number): Promise<void> {
+  return longPoll(ctx.closing, ms, (wake) => {
     const replicated = ctx.replicas.get(f.topic, f.partition);
     if (replicated !== undefined) {
       // A replicated partition: the high watermark passing the offset, or leading ending (docs/replication.md §9.5).
-      if (!replicated.isLeader || replicated.highWatermark > f.offset) return;
-      let off = (): void => {};
-      const moved = new Promise<void>((resolve) => {
-        const offHw = replicated.onHighWatermark((hw) => hw > f.offset && resolve());
-        const offRole = replicated.onAppend(() => !replicated.isLeader && resolve());
-        off = () => (offHw(), offRole());
-      });
-      await Promise.race([ended, moved]);
-      off();
-      return;
+      if (!replicated.isLeader || replicated.highWatermark > f.offset) {
+        wake();
+        return [];
+      }
+      return [replicated.onHighWatermark((hw) => hw > f.offset && wake()), replicated.onAppend(() => !replicated.isLeader && wake())];
     }
-    let log: Log | undefined;
-    while (!done && (log = existingLog(ctx, f)) === undefined) {
-      let retry: NodeJS.Timeout | undefined;
-      await Promise.race([ended, new Promise<void>((resolve) => (retry = setTimeout(resolve, 100)))]);
-      clearTimeout(retry);
+    let offFlush: Unsubscribe = () => {};
+    const watch = (log: Log): void => {
+      if (log.visibleEnd > f.offset) wake();
+      else offFlush = log.onFlush((visibleEnd) => visibleEnd > f.offset && wake());
+    };
+    const log = existingLog(ctx, f);
+    if (log !== undefined) {
+      watch(log);
+      return [() => offFlush()];
     }
-    if (done || log === undefined || log.visibleEnd > f.offset) return;
-    let unsubscribe = (): void => {};
-    const flushed = new Promise<void>((resolve) => {
-      unsubscribe = log.onFlush((visibleEnd) => {
-        if (visibleEnd > f.offset) resolve();
-      });
-    });
-    await Promise.race([ended, flushed]);
-    unsubscribe();
-  } finally {
-    clearTimeout(timer);
-    ctx.closing.removeEventListener('abort', stop);
-    stop();
-  }
+    const lookFor = setInterval(() => {
+      const created = existingLog(ctx, f);
+      if (created === undefined) return;
+      clearInterval(lookFor);
+      watch(created);
+    }, 100);
+    return [() => clearInterval(lookFor), () => offFlush()];
+  });
 }
 
 function existingLog(ctx: BrokerContext, f: FetchRequest): Log | undefined {

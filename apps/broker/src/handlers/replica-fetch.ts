@@ -21,6 +21,7 @@ import { FileRegion } from '@klog/storage';
 import type { BrokerContext, ResponsePart } from './context.js';
 import { maxResponseFrameBytes } from './fetch.js';
 import { errorCodeOf } from './produce.js';
+import { longPoll, type Unsubscribe } from '../long-poll.js';
 
 /** One partition's answer: its header fields and the region of its bytes (empty on an error). */
 interface Answer {
@@ -61,17 +62,15 @@ function answer(ctx: BrokerContext, replicaId: number, f: ReplicaFetchPartition,
 }
 
 /** Waits until one of the partitions is appended to (or stops being led here), `ms` pass, or the connection closes. */
-async function waitForAppend(ctx: BrokerContext, req: ReplicaFetchRequest, ms: number): Promise<void> {
-  const signal = AbortSignal.any([AbortSignal.timeout(ms), ctx.closing]);
-  const unsubscribe: (() => void)[] = [];
-  await new Promise<void>((resolve) => {
-    signal.addEventListener('abort', () => resolve(), { once: true });
+function waitForAppend(ctx: BrokerContext, req: ReplicaFetchRequest, ms: number): Promise<void> {
+  return longPoll(ctx.closing, ms, (wake) => {
+    const subscriptions: Unsubscribe[] = [];
     for (const f of req.partitions) {
       const p = ctx.replicas.get(f.topic, f.partition);
-      if (p !== undefined) unsubscribe.push(p.onAppend(resolve));
+      if (p !== undefined) subscriptions.push(p.onAppend(wake));
     }
+    return subscriptions;
   });
-  for (const u of unsubscribe) u();
 }
 
 /** REPLICA_FETCH: the framed response as parts to send in order (headers and segment regions). */

@@ -24,6 +24,7 @@ import {
 import type { Log } from '@klog/storage';
 import type { KafkaContext } from './context.js';
 import { kafkaErrorOf, localLog } from './partitions.js';
+import { longPoll } from '../long-poll.js';
 
 const emptyRecords = Buffer.alloc(0);
 
@@ -93,16 +94,12 @@ async function readPartition(k: KafkaContext, log: Log, fetchOffset: number, max
   }
 }
 
-/** Waits until one of `logs` flushes, `ms` pass, or the broker or connection closes. */
-async function waitForFlush(k: KafkaContext, logs: readonly Log[], ms: number): Promise<void> {
-  const signal = AbortSignal.any([AbortSignal.timeout(ms), k.broker.closing]);
-  const unsubscribe: (() => void)[] = [];
-  await new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    signal.addEventListener('abort', () => resolve(), { once: true });
-    for (const log of logs) unsubscribe.push(log.onFlush(() => resolve()));
-  });
-  for (const u of unsubscribe) u();
+/**
+ * Waits until one of `logs` flushes, `ms` pass, or the broker or connection closes
+ * (`k.broker.closing`), through the broker's one long-poll wait (`../long-poll.ts`).
+ */
+export function waitForFlush(k: KafkaContext, logs: readonly Log[], ms: number): Promise<void> {
+  return longPoll(k.broker.closing, ms, (wake) => logs.map((log) => log.onFlush(() => wake())));
 }
 
 /** Handles a ListOffsets request: -1 the high watermark, -2 the earliest offset, a time: the start of the newest segment last written before it. */

@@ -4,7 +4,7 @@
  * the same log klog's own producers append to, checked as theirs are. acks 1 answers once
  * appended, acks -1 once flushed (visible), acks 0 not at all.
  */
-import { decodeKafkaMessageSet, decodeProduceRequest, encodeProduceResponse, KafkaErrorCode, klogMessageSetOf, type KafkaReader, type ProducePartitionResponse } from '@klog/kafka-protocol';
+import { decodeProduceRequest, encodeProduceResponse, KafkaErrorCode, klogMessageSetOfKafka, type KafkaReader, type ProducePartitionResponse } from '@klog/kafka-protocol';
 import type { RequestHeader } from '@klog/kafka-protocol';
 import { appendMessages } from '../handlers/produce.js';
 import type { KafkaContext } from './context.js';
@@ -29,8 +29,7 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
         continue;
       }
       try {
-        const messages = await decodeKafkaMessageSet(p.records, { maxInnerBytes: k.broker.config.maxRequestBytes });
-        const set = klogMessageSetOf(messages);
+        const set = await klogMessageSetOfKafka(p.records, { maxInnerBytes: k.broker.config.maxRequestBytes });
         const { offset, nextOffset } = await appendMessages(k.broker, { topic: t.name, partition: local.log.partition, messages: set });
         if (acks === -1) flushes.push(local.log.flushedThrough(nextOffset));
         partitions.push({ partition: p.partition, errorCode: KafkaErrorCode.None, baseOffset: offset });

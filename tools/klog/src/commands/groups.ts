@@ -18,16 +18,10 @@ import {
   OwnershipRegistry,
   ReplicatedTopicRegistry,
 } from '@klog/zk-registry';
-import { LogEnds, orDash, table, withZooKeeper, zookeeperOption } from '../cluster.js';
+import { addListOrDescribeCommand, type ListOrDescribeOptions, LogEnds, orDash, table, withZooKeeper, writeNames } from '../cluster.js';
 import { createLogger } from '../logger.js';
 import { parseGroup } from '../options.js';
 import type { Logger } from 'pino';
-
-interface GroupsOptions {
-  zookeeper: string;
-  describe?: string;
-  json?: boolean;
-}
 
 /** One row of `--describe` (its JSON shape). */
 interface PartitionLag extends BrokerPartition {
@@ -61,30 +55,23 @@ export const lagCountBytes = 1024 * 1024;
 
 /** Adds `klog groups` to `program`. */
 export function registerGroups(program: Command): void {
-  program
-    .command('groups')
-    .description('list the consumer groups in ZooKeeper, or describe one: committed offsets, log ends, lag in bytes and messages, owners')
-    .addOption(zookeeperOption())
-    .option('--describe <group>', 'show each partition of the group: committed offset, log end offset, lag (bytes, messages), consumer id, host', parseGroup)
-    .option('--json', 'print JSON instead of text')
-    .addHelpText(
-      'after',
-      `
-Examples:
-  klog groups --zookeeper 127.0.0.1:2181/klog
-  klog groups --zookeeper 127.0.0.1:2181/klog --describe g1
-  klog groups --zookeeper 127.0.0.1:2181/klog --describe g1 --json`,
-    )
-    .action(async (opts: GroupsOptions) => groups(opts));
+  addListOrDescribeCommand(
+    program,
+    'groups',
+    'list the consumer groups in ZooKeeper, or describe one: committed offsets, log ends, lag in bytes and messages, owners',
+    { arg: 'group', help: 'show each partition of the group: committed offset, log end offset, lag (bytes, messages), consumer id, host', parse: parseGroup },
+    ['--zookeeper 127.0.0.1:2181/klog', '--zookeeper 127.0.0.1:2181/klog --describe g1', '--zookeeper 127.0.0.1:2181/klog --describe g1 --json'],
+    groups,
+  );
 }
 
-async function groups(opts: GroupsOptions): Promise<void> {
+async function groups(opts: ListOrDescribeOptions): Promise<void> {
   const logger = createLogger('klog-groups');
   await withZooKeeper(opts.zookeeper, logger, async (zk) => {
     const consumers = new ConsumerRegistry(zk, { logger });
     const all = await consumers.listGroups();
     if (opts.describe === undefined) {
-      process.stdout.write(opts.json ? `${JSON.stringify(all)}\n` : all.map((g) => `${g}\n`).join(''));
+      writeNames(all, opts.json);
       return;
     }
     const group = opts.describe;

@@ -5,7 +5,7 @@
  */
 import { type Command, Option } from 'commander';
 import { type BrokerAddress, SimpleConsumer } from '@klog/client';
-import { addBrokerOption, intParser, parseOffsetsTime, parseTopic } from '../options.js';
+import { addPartitionOptions, intParser, parseOffsetsTime } from '../options.js';
 
 interface OffsetsOptions {
   broker: BrokerAddress;
@@ -17,14 +17,7 @@ interface OffsetsOptions {
 
 /** Adds `klog offsets` to `program`. */
 export function registerOffsets(program: Command): void {
-  addBrokerOption(
-    program.command('offsets').description('print offsets of a partition before a time, newest first, one per line'),
-    'broker',
-    'broker holding the partition (required; --broker-list is the same option)',
-    true,
-  )
-    .requiredOption('--topic <topic>', 'topic', parseTopic)
-    .option('--partition <n>', 'partition', intParser(0), 0)
+  addPartitionOptions(program.command('offsets').description('print offsets of a partition before a time, newest first, one per line'))
     .addOption(
       new Option('--time <latest|earliest|ms>', 'latest (or -1): the log end; earliest (or -2): the oldest offset; else ms since the epoch')
         .argParser(parseOffsetsTime)

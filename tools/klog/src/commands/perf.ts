@@ -17,6 +17,7 @@ import type { Command } from 'commander';
 import { type BrokerAddress, SimpleConsumer } from '@klog/client';
 import {
   addBrokerOption,
+  addPartitionOptions,
   intParser,
   parseAcks,
   parseCompression,
@@ -77,14 +78,7 @@ Examples:
   klog perf produce --broker-list 127.0.0.1:9092 --topic perf --json`,
     )
     .action(async (opts: PerfProduceOptions) => perfProduce(opts));
-  addBrokerOption(
-    perf.command('consume').description('read a partition from --offset until --messages messages (or idle), then print the throughput'),
-    'broker',
-    'broker holding the partition (required; --broker-list is the same option)',
-    true,
-  )
-    .requiredOption('--topic <topic>', 'topic to read', parseTopic)
-    .option('--partition <n>', 'partition to read', intParser(0), 0)
+  addPartitionOptions(perf.command('consume').description('read a partition from --offset until --messages messages (or idle), then print the throughput'))
     .option('--offset <earliest|latest|N>', 'where to start', parseStartOffset, 'earliest')
     .option('--fetch-bytes <bytes>', 'bytes per fetch', intParser(1, 2 ** 31 - 1, true), 1024 * 1024)
     .option('--max-wait-ms <ms>', 'long-poll wait per fetch at the log end', intParser(0, 2 ** 31 - 1), 200)

@@ -18,7 +18,7 @@ import type { Command } from 'commander';
 import { Admin, KlogError, type ReplicatedTopicDescription, UnknownTopicError } from '@klog/client';
 import { allPartitions, BrokerRegistry, type ZkClient } from '@klog/zk-registry';
 import type { Logger } from 'pino';
-import { LogEnds, orDash, table, withZooKeeper, zookeeperOption } from '../cluster.js';
+import { LogEnds, orDash, table, withZooKeeper, writeNames, zookeeperOption } from '../cluster.js';
 import { createLogger } from '../logger.js';
 import { intParser, parseTopic, UsageError } from '../options.js';
 import {
@@ -121,7 +121,7 @@ async function topics(opts: TopicsOptions): Promise<void> {
   if (opts.describe === undefined) {
     await withZooKeeper(opts.zookeeper, logger, async (zk) => {
       const names = await new BrokerRegistry(zk, { logger }).listTopics();
-      process.stdout.write(opts.json ? `${JSON.stringify(names)}\n` : names.map((t) => `${t}\n`).join(''));
+      writeNames(names, opts.json);
     });
     return;
   }

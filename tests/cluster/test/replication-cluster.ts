@@ -1,0 +1,247 @@
+/**
+ * A replicated cluster for the system tests of docs/replication.md §17: brokers as child
+ * processes over the real ZooKeeper (a random chroot), a replicated topic created through the
+ * admin, producers with `acks all` that record every acknowledged (partition, offset, value),
+ * and the end checks: every acknowledged message is read back, in order per partition, and the
+ * replicas' segment files are byte-identical.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Admin, SimpleConsumer, ZkProducer } from '@klog/client';
+import { ReplicatedTopicRegistry, type PartitionState } from '@klog/zk-registry';
+import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
+import { BrokerProcess, ZkClient, killAll, removeLogDirs, sleep, waitFor } from './harness.js';
+import { describeDifferences, diffAllReplicas } from './replica-files.js';
+
+/** Settings of a {@link ReplicatedCluster}. */
+export interface ClusterSettings {
+  readonly brokers: number;
+  /** ZooKeeper session timeout of the brokers, ms. */
+  readonly sessionTimeoutMs: number;
+  /** Broker properties (docs/replication.md §15.4), written to each broker's `--config` file. */
+  readonly properties?: Readonly<Record<string, string | number | boolean>>;
+  /** More command-line flags for every broker. */
+  readonly flags?: readonly string[];
+}
+
+/** A message a producer sent and the leader acknowledged with `acks all`. */
+export interface Acked {
+  readonly partition: number;
+  readonly offset: number;
+  readonly value: string;
+}
+
+/** Brokers 0..n-1 over one ZooKeeper chroot, with an admin and a ZooKeeper session of the test's own. */
+export class ReplicatedCluster {
+  readonly brokers: BrokerProcess[] = [];
+  connect = '';
+  /** Holds the brokers' config files and log dirs. */
+  root = '';
+  zk!: ZkClient;
+  admin!: Admin;
+  registry!: ReplicatedTopicRegistry;
+
+  constructor(readonly settings: ClusterSettings) {}
+
+  /** Starts ZooKeeper's chroot, the brokers (one after the other) and the admin. */
+  async start(): Promise<this> {
+    await assertZooKeeperRunning();
+    this.connect = testConnectString('klog-replication');
+    this.zk = await ZkClient.connect(this.connect);
+    this.registry = new ReplicatedTopicRegistry(this.zk);
+    this.root = mkdtempSync(join(tmpdir(), 'klog-replication-'));
+    for (let id = 0; id < this.settings.brokers; id++) {
+      const logDir = join(this.root, `broker-${id}`);
+      mkdirSync(logDir);
+      const config = join(this.root, `broker-${id}.properties`);
+      const props = Object.entries(this.settings.properties ?? {}).map(([k, v]) => `${k}=${String(v)}`);
+      writeFileSync(config, `${props.join('\n')}\n`);
+      const flags = ['--config', config, '--zk-session-timeout-ms', String(this.settings.sessionTimeoutMs), ...(this.settings.flags ?? [])];
+      this.brokers.push(await new BrokerProcess(id, this.connect, logDir, flags).start());
+    }
+    this.admin = new Admin({ zookeeper: this.connect });
+    return this;
+  }
+
+  /** Kills what still runs, removes the log dirs and the chroot. */
+  async close(): Promise<void> {
+    await this.admin?.close();
+    await killAll();
+    await this.zk?.close();
+    removeLogDirs(this.brokers);
+    if (this.root !== '') rmSync(this.root, { recursive: true, force: true });
+    if (this.connect !== '') await removeChroot(this.connect);
+  }
+
+  /** The log dirs of the brokers, by broker id. */
+  get logDirs(): string[] {
+    return this.brokers.map((b) => b.logDir);
+  }
+
+  /** The partition's state in ZooKeeper, undefined while it has none. */
+  async state(topic: string, partition: number): Promise<PartitionState | undefined> {
+    return (await this.registry.readPartitionState(topic, partition))?.state;
+  }
+
+  /** The leader of every partition of `topic`, by partition (−1: offline). */
+  async leaders(topic: string, partitions: number): Promise<number[]> {
+    return Promise.all(Array.from({ length: partitions }, async (_, p) => (await this.state(topic, p))?.leader ?? -1));
+  }
+
+  /** Waits until every partition of `topic` has a live leader and an ISR of `isrSize`. */
+  async waitForIsr(topic: string, partitions: number, isrSize: number, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const states = await Promise.all(Array.from({ length: partitions }, (_, p) => this.state(topic, p)));
+      if (states.every((s) => s !== undefined && s.leader >= 0 && this.brokers[s.leader]!.running && s.isr.length === isrSize)) return;
+      if (Date.now() > deadline) {
+        const last = JSON.stringify(states.map((s) => s && { leader: s.leader, epoch: s.leaderEpoch, isr: s.isr }));
+        throw new Error(`timed out after ${timeoutMs} ms waiting for every ISR of ${topic} at ${isrSize}; states ${last}\n${this.problems()}`);
+      }
+      await sleep(100);
+    }
+  }
+
+  /** The warn and error lines the brokers logged (the last 20 of each), for a failure message. */
+  problems(): string {
+    return this.brokers
+      .map((b) => {
+        const lines = b.logged((l) => typeof l['level'] === 'number' && l['level'] >= 40).slice(-20);
+        return `broker ${b.id}:\n${lines.map((l) => JSON.stringify(l)).join('\n')}`;
+      })
+      .join('\n');
+  }
+
+  /**
+   * Waits until every replica of every partition of `topic` is byte-identical (followers
+   * catch up after the producers stopped); throws naming the differences left after `timeoutMs`.
+   */
+  async waitForIdenticalReplicas(topic: string, partitions: number, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const diffs: string[] = [];
+      for (let p = 0; p < partitions; p++) {
+        for (const [dir, d] of await diffAllReplicas(this.logDirs, topic, p)) diffs.push(`${topic}-${p} of ${this.logDirs[0]} against ${dir}:\n${describeDifferences(d)}`);
+      }
+      if (diffs.length === 0) return;
+      if (Date.now() > deadline) throw new Error(`replicas still differ after ${timeoutMs} ms:\n${diffs.join('\n')}`);
+      await sleep(200);
+    }
+  }
+
+  /**
+   * Reads every partition of `topic` from offset 0 up to its high watermark through a consumer
+   * that follows the leaders, starting at broker `via`.
+   * @returns per partition, the messages (offset, value) in log order
+   */
+  async readAll(topic: string, partitions: number, via: number): Promise<Array<Array<{ offset: number; value: string }>>> {
+    const b = this.brokers[via]!;
+    const consumer = new SimpleConsumer({ host: '127.0.0.1', port: b.port, retryTimeoutMs: 30_000 });
+    try {
+      const out: Array<Array<{ offset: number; value: string }>> = [];
+      for (let p = 0; p < partitions; p++) {
+        const end = await consumer.latestOffset(topic, p);
+        const messages: Array<{ offset: number; value: string }> = [];
+        for (let offset = 0; offset < end; ) {
+          const r = await consumer.fetch({ topic, partition: p, offset, maxBytes: 1 << 20 });
+          for (const m of r.messages) messages.push({ offset: m.offset, value: m.payload.toString() });
+          if (r.nextOffset === offset) throw new Error(`${topic}/${p}: no progress at offset ${offset} below the high watermark ${end}`);
+          offset = r.nextOffset;
+        }
+        out.push(messages);
+      }
+      return out;
+    } finally {
+      await consumer.close();
+    }
+  }
+}
+
+/** A producer with `acks all` that sends to every partition in turn until stopped, recording every acknowledgement. */
+export class AckedLoad {
+  readonly acked: Acked[] = [];
+  /** Sends that failed, with their error's message (their records may or may not be stored). */
+  readonly failures: Array<{ t: number; partition: number; message: string }> = [];
+  /** When each partition's last send succeeded, ms since the epoch. */
+  readonly lastSuccess = new Map<number, number>();
+  private stopped = false;
+  private running: Promise<void> | undefined;
+  private readonly producer: ZkProducer;
+
+  constructor(
+    connect: string,
+    readonly topic: string,
+    readonly partitions: number,
+    /** Records per send. */
+    readonly batch = 5,
+    /** How long the producer retries a send across leader changes and refusals before it fails it, ms. */
+    retryTimeoutMs = 60_000,
+  ) {
+    this.producer = new ZkProducer({ zookeeper: connect, acks: 'all', retryTimeoutMs, maxRetries: 1000 });
+  }
+
+  /** Starts one sender per partition (or only for `only`). */
+  start(only?: readonly number[]): this {
+    const partitions = only ?? Array.from({ length: this.partitions }, (_, p) => p);
+    this.running = Promise.all(partitions.map((p) => this.sendLoop(p))).then(() => undefined);
+    return this;
+  }
+
+  /** Acknowledged messages of one partition so far. */
+  countOf(partition: number): number {
+    return this.acked.filter((a) => a.partition === partition).length;
+  }
+
+  private async sendLoop(partition: number): Promise<void> {
+    for (let i = 0; !this.stopped; ) {
+      const values = Array.from({ length: this.batch }, (_, j) => `${partition}-${i + j}`);
+      try {
+        const metas = await this.producer.send(this.topic, values.map((value) => ({ value, partition })));
+        metas.forEach((m, j) => this.acked.push({ partition, offset: m.offset!, value: values[j]! }));
+        this.lastSuccess.set(partition, Date.now());
+      } catch (err) {
+        this.failures.push({ t: Date.now(), partition, message: (err as Error).message });
+        await sleep(100);
+      }
+      i += values.length;
+    }
+  }
+
+  /** Acknowledged messages so far. */
+  get count(): number {
+    return this.acked.length;
+  }
+
+  /** Waits until every partition had a successful send after `since` (ms since the epoch). */
+  async succeedsAfter(since: number, timeoutMs: number): Promise<number> {
+    await waitFor('every partition acknowledged again', () => Array.from({ length: this.partitions }, (_, p) => p).every((p) => (this.lastSuccess.get(p) ?? 0) > since), timeoutMs);
+    return Math.max(...[...this.lastSuccess.values()]) - since;
+  }
+
+  /** Stops sending, waits for the sends in flight, closes the producer. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.running;
+    await this.producer.close();
+  }
+}
+
+/**
+ * Checks that every acknowledged message is in `read` at its offset with its value, and that
+ * the acknowledged messages of each partition have increasing offsets in the order they were
+ * acknowledged. @returns a list of problems, empty when all is well
+ */
+export function checkAcked(acked: readonly Acked[], read: ReadonlyArray<ReadonlyArray<{ offset: number; value: string }>>): string[] {
+  const problems: string[] = [];
+  const byOffset = read.map((messages) => new Map(messages.map((m) => [m.offset, m.value])));
+  const lastOffset = new Map<number, number>();
+  for (const a of acked) {
+    const value = byOffset[a.partition]?.get(a.offset);
+    if (value !== a.value) problems.push(`partition ${a.partition} offset ${a.offset}: acknowledged ${a.value}, read ${value ?? 'nothing'}`);
+    const before = lastOffset.get(a.partition) ?? -1;
+    if (a.offset <= before) problems.push(`partition ${a.partition}: ${a.value} acknowledged at ${a.offset}, after one at ${before}`);
+    lastOffset.set(a.partition, a.offset);
+  }
+  return problems;
+}
