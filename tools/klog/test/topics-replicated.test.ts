@@ -42,6 +42,7 @@ describe('klog topics on replicated topics', () => {
     expect(lines[1]).toBe('PARTITION  LEADER  REPLICAS  ISR');
     expect(lines.slice(2, 6).every((l) => /^[0-3] {10}[0-2] {7}[0-2],[0-2],[0-2] {5}[0-2]$/.test(l))).toBe(true);
 
+    expect((await topics()).stdout).toBe('events\n');
     const described = await topics('--describe', 'events');
     expect(described.code).toBe(0);
     expect(described.stdout).toMatch(/^topic events: 4 partitions, replication factor 3, min.insync.replicas 2, id [0-9a-f]{16}\n/);

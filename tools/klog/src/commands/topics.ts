@@ -16,7 +16,7 @@
  */
 import type { Command } from 'commander';
 import { Admin, KlogError, type ReplicatedTopicDescription, UnknownTopicError } from '@klog/client';
-import { allPartitions, BrokerRegistry, type ZkClient } from '@klog/zk-registry';
+import { allPartitions, BrokerRegistry, ReplicatedTopicRegistry, type ZkClient } from '@klog/zk-registry';
 import type { Logger } from 'pino';
 import { LogEnds, orDash, table, withZooKeeper, writeNames, zookeeperOption } from '../cluster.js';
 import { createLogger } from '../logger.js';
@@ -120,8 +120,10 @@ async function topics(opts: TopicsOptions): Promise<void> {
   }
   if (opts.describe === undefined) {
     await withZooKeeper(opts.zookeeper, logger, async (zk) => {
-      const names = await new BrokerRegistry(zk, { logger }).listTopics();
-      writeNames(names, opts.json);
+      // Both kinds: paper topics, and replicated ones (which the paper's registry leaves out).
+      const paper = await new BrokerRegistry(zk, { logger }).listTopics();
+      const replicated = await new ReplicatedTopicRegistry(zk, { logger }).listTopics();
+      writeNames([...new Set([...paper, ...replicated])].sort(), opts.json);
     });
     return;
   }
