@@ -14,6 +14,7 @@ import {
   encodeReplicaFetchResponseHeader,
   errorCodeName,
   type ErrorCodeValue,
+  type FetchedPartitionHeader,
   type ReplicaFetchPartition,
   type ReplicaFetchRequest,
 } from '@klog/protocol';
@@ -24,13 +25,7 @@ import { errorCodeOf } from './produce.js';
 import { longPoll, type Unsubscribe } from '../long-poll.js';
 
 /** One partition's answer: its header fields and the region of its bytes (empty on an error). */
-interface Answer {
-  readonly errorCode: ErrorCodeValue;
-  readonly highWatermark: number;
-  readonly logEndOffset: number;
-  readonly logStartOffset: number;
-  readonly epoch: number;
-  readonly segmentStart: number;
+interface Answer extends Omit<FetchedPartitionHeader, 'topic' | 'partition'> {
   readonly region: FileRegion;
 }
 
