@@ -60,6 +60,20 @@ export interface LeaderView {
 }
 
 /**
+ * The one read of `topic` in flight or done, from `reads`; starts `load` when there is none. A
+ * read that fails is forgotten, so the next call reads again.
+ */
+function pendingRead<T>(reads: Map<string, Promise<T>>, topic: string, load: () => Promise<T>): Promise<T> {
+  let p = reads.get(topic);
+  if (!p) {
+    p = load();
+    reads.set(topic, p);
+    p.catch(() => reads.delete(topic));
+  }
+  return p;
+}
+
+/**
  * The ZooKeeper view: definitions and partition states through `ReplicatedTopicRegistry`, broker
  * addresses from `/brokers/ids`. Emits `change` after every update of a topic it holds.
  */
@@ -88,13 +102,7 @@ export class ZkLeaderView extends EventEmitter implements LeaderView {
   private ownBrokers: ReadonlyMap<number, BrokerInfo> = new Map();
 
   topic(topic: string): Promise<ReplicatedTopicLeaders | undefined> {
-    let p = this.topics.get(topic);
-    if (!p) {
-      p = this.read(topic, true);
-      this.topics.set(topic, p);
-      p.catch(() => this.topics.delete(topic));
-    }
-    return p;
+    return pendingRead(this.topics, topic, () => this.read(topic, true));
   }
 
   cached(topic: string): ReplicatedTopicLeaders | undefined {
@@ -178,13 +186,7 @@ export class MetadataLeaderView implements LeaderView {
   ) {}
 
   topic(topic: string): Promise<ReplicatedTopicLeaders | undefined> {
-    let p = this.topics.get(topic);
-    if (!p) {
-      p = this.ask(topic);
-      this.topics.set(topic, p);
-      p.catch(() => this.topics.delete(topic));
-    }
-    return p;
+    return pendingRead(this.topics, topic, () => this.ask(topic));
   }
 
   cached(topic: string): ReplicatedTopicLeaders | undefined {
