@@ -102,26 +102,8 @@ async function groups(opts: ListOrDescribeOptions): Promise<void> {
             const leader = brokers.has(leaderId) ? leaderId : null;
             const offset = committedR.get(partition);
             const logEnd = leader === null ? undefined : await ends.of(topic, leader, partition, logger);
-            const lag = offset !== undefined && logEnd !== undefined ? logEnd - offset : null;
-            const owner = ownedR.get(partition) ?? null;
-            const consumerId = consumerOf(members, owner);
-            const counted = lag === null || leader === null ? undefined : await countLag(ends, topic, leader, partition, offset!, logEnd!, logger);
-            rows.push({
-              group,
-              topic,
-              brokerId: -1,
-              partition,
-              partitionNumber: partition,
-              leader,
-              owner,
-              consumerId,
-              host: consumerId === null ? null : hostOf(group, consumerId),
-              offset: offset ?? null,
-              logEnd: logEnd ?? null,
-              lag,
-              lagMessages: counted?.messages ?? null,
-              lagMessagesEstimated: counted?.estimated ?? false,
-            });
+            const progress = await ownerAndLag(ends, group, members, topic, leader, partition, ownedR.get(partition) ?? null, offset, logEnd, logger);
+            rows.push({ group, topic, brokerId: -1, partition, partitionNumber: partition, leader, ...progress });
           }
           continue;
         }
@@ -141,25 +123,8 @@ async function groups(opts: ListOrDescribeOptions): Promise<void> {
           const name = `${brokerId}-${partition}`;
           const offset = committed.get(name);
           const logEnd = await ends.of(topic, brokerId, partition, logger);
-          const lag = offset !== undefined && logEnd !== undefined ? logEnd - offset : null;
-          const owner = owned.get(name) ?? null;
-          const consumerId = consumerOf(members, owner);
-          const counted = lag === null ? undefined : await countLag(ends, topic, brokerId, partition, offset!, logEnd!, logger);
-          rows.push({
-            group,
-            topic,
-            brokerId,
-            partition,
-            partitionNumber,
-            owner,
-            consumerId,
-            host: consumerId === null ? null : hostOf(group, consumerId),
-            offset: offset ?? null,
-            logEnd: logEnd ?? null,
-            lag,
-            lagMessages: counted?.messages ?? null,
-            lagMessagesEstimated: counted?.estimated ?? false,
-          });
+          const progress = await ownerAndLag(ends, group, members, topic, brokerId, partition, owned.get(name) ?? null, offset, logEnd, logger);
+          rows.push({ group, topic, brokerId, partition, partitionNumber, ...progress });
         }
       }
     } finally {
@@ -223,6 +188,38 @@ async function countLag(
     logger.warn({ topic, brokerId, partition, offset, err: (e as Error).message }, 'could not count the lag in messages');
     return undefined;
   }
+}
+
+/**
+ * A row's owner and lag fields: the owning thread and its consumer and host, the committed offset,
+ * the log end read from broker `brokerId` (null: none live), the lag in bytes and, counted
+ * through {@link countLag}, in messages.
+ */
+async function ownerAndLag(
+  ends: LogEnds,
+  group: string,
+  members: readonly { readonly consumerId: string }[],
+  topic: string,
+  brokerId: number | null,
+  partition: number,
+  owner: string | null,
+  offset: number | undefined,
+  logEnd: number | undefined,
+  logger: Logger,
+): Promise<Pick<PartitionLag, 'owner' | 'consumerId' | 'host' | 'offset' | 'logEnd' | 'lag' | 'lagMessages' | 'lagMessagesEstimated'>> {
+  const lag = offset !== undefined && logEnd !== undefined ? logEnd - offset : null;
+  const consumerId = consumerOf(members, owner);
+  const counted = lag === null || brokerId === null ? undefined : await countLag(ends, topic, brokerId, partition, offset!, logEnd!, logger);
+  return {
+    owner,
+    consumerId,
+    host: consumerId === null ? null : hostOf(group, consumerId),
+    offset: offset ?? null,
+    logEnd: logEnd ?? null,
+    lag,
+    lagMessages: counted?.messages ?? null,
+    lagMessagesEstimated: counted?.estimated ?? false,
+  };
 }
 
 /** The consumer of an owning thread id `<consumerId>-<stream>` (a member's id when one matches); null for none. */
