@@ -12,9 +12,10 @@
  * - Creating a topic of 1,000 partitions does not hold up an OFFSETS request.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
+import { rssMiB, writable } from '../src/testing.js';
 import { join } from 'node:path';
 import {
   AckLevel,
@@ -60,27 +61,6 @@ async function boot(args: string[], wrap: string[] = []): Promise<BrokerProcess>
 async function stop(b: BrokerProcess): Promise<number | null> {
   b.proc.kill('SIGTERM');
   return b.exited;
-}
-
-/** Resident memory of a process in MiB, from /proc. */
-function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
-  return Number(/(\d+)/.exec(line)![1]) / 1024;
-}
-
-/** Resolves when `s` drains, closes or fails. */
-function writable(s: Socket): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      s.off('drain', done);
-      s.off('close', done);
-      s.off('error', done);
-      resolve();
-    };
-    s.on('drain', done);
-    s.on('close', done);
-    s.on('error', done);
-  });
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

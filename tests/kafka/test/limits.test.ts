@@ -7,8 +7,8 @@
  * broker's RSS low), and the memory goes back.
  */
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { rssMiB, writable } from '@klog/broker/testing';
 import { ApiKey } from '@klog/kafka-protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Broker, sleep, waitFor } from './harness.js';
@@ -45,27 +45,6 @@ function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
-
-/** Resident memory of a process in MiB, from /proc. */
-function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
-  return Number(/(\d+)/.exec(line)![1]) / 1024;
-}
-
-/** Resolves when `s` drains, closes or fails. */
-function writable(s: Socket): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      s.off('drain', done);
-      s.off('close', done);
-      s.off('error', done);
-      resolve();
-    };
-    s.on('drain', done);
-    s.on('close', done);
-    s.on('error', done);
-  });
 }
 
 /** The head of a Kafka request frame of `size` bytes: ApiVersions v0, correlation id 1, client id "x". */
