@@ -27,10 +27,8 @@ import {
   encodeProduceRequest,
   openFrame,
   readFrameSize,
-  type ErrorCodeValue,
 } from '../src/index.js';
 import {
-  errorCodeArb,
   expectProtocolError,
   fetchArb,
   fetchResponseArb,
@@ -44,9 +42,10 @@ import {
   topicMetadataArb,
   unframe,
 } from './helpers.js';
-import { build, hostileCases, i16, i32, i64, I32, raw, set, topic, withField, type Field } from './field-layouts.js';
+import { itRandomRequestBodies, itRequestLayout, itResponseDecodersOnRandomBytes, itResponseLayout, itStrictPrefixesRefused, type ResponseDecoders, type ResponseLayout } from './hostile-suites.js';
+import { build, i16, i32, i64, I32, raw, set, topic, withField, type Field } from './field-layouts.js';
 
-const responseDecoders: Record<string, (body: Buffer, errorCode: number) => unknown> = {
+const responseDecoders: ResponseDecoders = {
   fetch: (b, code) => decodeFetchResponse(code, new Decoder(b)),
   multifetch: (b) => decodeMultiFetchResponse(new Decoder(b)),
   offsets: (b) => decodeOffsetsResponse(new Decoder(b)),
@@ -75,27 +74,9 @@ describe('random bytes', () => {
     );
   });
 
-  it('decodeRequest only ever throws ProtocolError for a known type with a random body', () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: 6 }), fc.uint8Array({ maxLength: 300 }), (type, u) => {
-        const frame = Buffer.alloc(2 + u.length);
-        frame.writeInt16BE(type, 0);
-        frame.set(u, 2);
-        returnsOrProtocolError(() => decodeRequest(frame));
-      }),
-      { numRuns: 3000 },
-    );
-  });
+  itRandomRequestBodies('decodeRequest only ever throws ProtocolError for a known type with a random body', 0, 6);
 
-  it.each(Object.keys(responseDecoders))('the %s response decoder only ever throws ProtocolError', (name) => {
-    const decode = responseDecoders[name]!;
-    fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 300 }), errorCodeArb, (u, code) => {
-        returnsOrProtocolError(() => decode(Buffer.from(u), code));
-      }),
-      { numRuns: 1000 },
-    );
-  });
+  itResponseDecodersOnRandomBytes(responseDecoders);
 
   it('readFrameSize returns a size in [2, max], undefined, or throws ProtocolError', () => {
     fc.assert(
@@ -115,43 +96,28 @@ describe('random bytes', () => {
 });
 
 describe('truncated frames', () => {
-  it('every strict prefix of a request frame is rejected with a ProtocolError', () => {
-    fc.assert(
-      fc.property(requestBodyArb, ({ body, fetchWithWait }) => {
-        expect(() => decodeRequest(body)).not.toThrow();
-        for (let cut = 0; cut < body.length; cut++) {
-          // A FETCH cut just before its optional maxWaitMs is a valid 0.7 FETCH.
-          if (fetchWithWait && cut === body.length - 4) {
-            const r = decodeRequest(body.subarray(0, cut));
-            expect(r.type === RequestType.Fetch && r.fetch.maxWaitMs).toBeUndefined();
-            continue;
-          }
-          const err = expectProtocolError(() => decodeRequest(body.subarray(0, cut)));
-          expect([ErrorCode.InvalidRequest, ErrorCode.InvalidTopic]).toContain(err.code);
-        }
-      }),
-      { numRuns: 100 },
-    );
-  }, 30_000);
+  itStrictPrefixesRefused(
+    'every strict prefix of a request frame is rejected with a ProtocolError',
+    requestBodyArb,
+    (body) => decodeRequest(body),
+    // A FETCH cut just before its optional maxWaitMs is a valid 0.7 FETCH.
+    ({ body, fetchWithWait }, cut) => {
+      if (!fetchWithWait || cut !== body.length - 4) return false;
+      const r = decodeRequest(body.subarray(0, cut));
+      expect(r.type === RequestType.Fetch && r.fetch.maxWaitMs).toBeUndefined();
+      return true;
+    },
+  );
 
-  it('every strict prefix of an OFFSETS, PRODUCE_ACK or METADATA response body is rejected', () => {
-    const bodies = fc.oneof(
+  itStrictPrefixesRefused(
+    'every strict prefix of an OFFSETS, PRODUCE_ACK or METADATA response body is rejected',
+    fc.oneof(
       fc.array(fc.maxSafeInteger(), { maxLength: 6 }).map((o) => ({ body: unframe(encodeOffsetsResponse(o)).subarray(2), name: 'offsets' })),
       fc.array(produceAckResultArb, { maxLength: 4 }).map((r) => ({ body: unframe(encodeProduceAckResponse(r)).subarray(2), name: 'produce-ack' })),
       fc.array(topicMetadataArb, { maxLength: 4 }).map((t) => ({ body: unframe(encodeMetadataResponse(t)).subarray(2), name: 'metadata' })),
-    );
-    fc.assert(
-      fc.property(bodies, ({ body, name }) => {
-        const decode = responseDecoders[name]!;
-        expect(() => decode(body, 0)).not.toThrow();
-        for (let cut = 0; cut < body.length; cut++) {
-          const err = expectProtocolError(() => decode(body.subarray(0, cut), 0));
-          expect([ErrorCode.InvalidRequest, ErrorCode.InvalidTopic]).toContain(err.code);
-        }
-      }),
-      { numRuns: 100 },
-    );
-  }, 30_000);
+    ),
+    (body, { name }) => responseDecoders[name]!(body, 0),
+  );
 
   it('every prefix of a MULTIFETCH response body decodes to whole parts or throws ProtocolError', () => {
     fc.assert(
@@ -211,7 +177,7 @@ const requestLayouts: Record<string, Field[]> = {
 };
 
 /** Response body layouts (after the error code), with the decoder for each. */
-const responseLayouts: Record<string, { fields: Field[]; errorCode: ErrorCodeValue; decode: (b: Buffer, code: number) => unknown }> = {
+const responseLayouts: Record<string, ResponseLayout> = {
   'FETCH OffsetOutOfRange': {
     fields: [i64('earliest', 0), i64('end', 34)],
     errorCode: ErrorCode.OffsetOutOfRange,
@@ -240,27 +206,8 @@ const responseLayouts: Record<string, { fields: Field[]; errorCode: ErrorCodeVal
 };
 
 describe('hostile values in every length, count, size and number field', () => {
-  for (const [name, fields] of Object.entries(requestLayouts)) {
-    describe(name, () => {
-      it('the unmodified layout decodes', () => {
-        expect(() => decodeRequest(build(fields))).not.toThrow();
-      });
-      it.each(hostileCases(fields))('%s', (_, mutated, code) => {
-        expectProtocolError(() => decodeRequest(build(mutated)), code);
-      });
-    });
-  }
-
-  for (const [name, { fields, errorCode, decode }] of Object.entries(responseLayouts)) {
-    describe(`${name} response`, () => {
-      it('the unmodified layout decodes', () => {
-        expect(() => decode(build(fields), errorCode)).not.toThrow();
-      });
-      it.each(hostileCases(fields))('%s', (_, mutated, code) => {
-        expectProtocolError(() => decode(build(mutated), errorCode), code);
-      });
-    });
-  }
+  for (const [name, fields] of Object.entries(requestLayouts)) describe(name, () => itRequestLayout(fields));
+  for (const [name, layout] of Object.entries(responseLayouts)) describe(`${name} response`, () => itResponseLayout(layout));
 
   it('a FETCH may ask for up to 2^31-1 bytes (the broker applies its own limit)', () => {
     const fields = requestLayouts.FETCH!;

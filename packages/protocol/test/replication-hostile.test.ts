@@ -27,10 +27,10 @@ import {
   encodeStopReplicaResponse,
   encodeTopicMetadataRequest,
   encodeTopicMetadataResponse,
-  type ErrorCodeValue,
 } from '../src/index.js';
-import { build, hostileCases, i16, i32, i64, i8, I32, raw, set, str, topic, withField, type Field } from './field-layouts.js';
-import { errorCodeArb, expectProtocolError, returnsOrProtocolError, topicArb, unframe } from './helpers.js';
+import { build, i16, i32, i64, i8, I32, raw, set, str, topic, withField, type Field } from './field-layouts.js';
+import { itRandomRequestBodies, itRequestLayout, itResponseDecodersOnRandomBytes, itResponseLayout, itStrictPrefixesRefused, type ResponseDecoders, type ResponseLayout } from './hostile-suites.js';
+import { expectProtocolError, topicArb, unframe } from './helpers.js';
 import {
   controlledShutdownRequestArb,
   controlledShutdownResponseArb,
@@ -44,7 +44,7 @@ import {
   topicMetadataResponseArb,
 } from './replication-helpers.js';
 
-const responseDecoders: Record<string, (body: Buffer, errorCode: number) => unknown> = {
+const responseDecoders: ResponseDecoders = {
   'leader-and-isr': (b, code) => decodeLeaderAndIsrResponse(code, new Decoder(b)),
   'stop-replica': (b, code) => decodeStopReplicaResponse(code, new Decoder(b)),
   'replica-fetch': (b, code) => decodeReplicaFetchResponse(code, new Decoder(b)),
@@ -83,56 +83,19 @@ const responseBodyArb: fc.Arbitrary<{ body: Buffer; name: string }> = fc.oneof(
 );
 
 describe('random bytes', () => {
-  it('decodeRequest only ever throws ProtocolError for a replication type with a random body', () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 16, max: 21 }), fc.uint8Array({ maxLength: 300 }), (type, u) => {
-        const frame = Buffer.alloc(2 + u.length);
-        frame.writeInt16BE(type, 0);
-        frame.set(u, 2);
-        returnsOrProtocolError(() => decodeRequest(frame));
-      }),
-      { numRuns: 3000 },
-    );
-  });
+  itRandomRequestBodies('decodeRequest only ever throws ProtocolError for a replication type with a random body', 16, 21);
 
-  it.each(Object.keys(responseDecoders))('the %s response decoder only ever throws ProtocolError', (name) => {
-    const decode = responseDecoders[name]!;
-    fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 300 }), errorCodeArb, (u, code) => {
-        returnsOrProtocolError(() => decode(Buffer.from(u), code));
-      }),
-      { numRuns: 1000 },
-    );
-  });
+  itResponseDecodersOnRandomBytes(responseDecoders);
 });
 
 describe('truncated frames', () => {
-  it('every strict prefix of a replication request frame is rejected with a ProtocolError', () => {
-    fc.assert(
-      fc.property(requestBodyArb, (body) => {
-        expect(() => decodeRequest(body)).not.toThrow();
-        for (let cut = 0; cut < body.length; cut++) {
-          const err = expectProtocolError(() => decodeRequest(body.subarray(0, cut)));
-          expect([ErrorCode.InvalidRequest, ErrorCode.InvalidTopic]).toContain(err.code);
-        }
-      }),
-      { numRuns: 100 },
-    );
-  }, 30_000);
+  itStrictPrefixesRefused(
+    'every strict prefix of a replication request frame is rejected with a ProtocolError',
+    requestBodyArb.map((body) => ({ body })),
+    (body) => decodeRequest(body),
+  );
 
-  it('every strict prefix of a replication response body is rejected', () => {
-    fc.assert(
-      fc.property(responseBodyArb, ({ body, name }) => {
-        const decode = responseDecoders[name]!;
-        expect(() => decode(body, 0)).not.toThrow();
-        for (let cut = 0; cut < body.length; cut++) {
-          const err = expectProtocolError(() => decode(body.subarray(0, cut), 0));
-          expect([ErrorCode.InvalidRequest, ErrorCode.InvalidTopic]).toContain(err.code);
-        }
-      }),
-      { numRuns: 100 },
-    );
-  }, 30_000);
+  itStrictPrefixesRefused('every strict prefix of a replication response body is rejected', responseBodyArb, (body, { name }) => responseDecoders[name]!(body, 0));
 });
 
 const partitionStateFields = (t: string): Field[] => [
@@ -234,7 +197,7 @@ const requestLayouts: Record<string, Field[]> = {
 };
 
 /** Response body layouts (after the error code), with the decoder for each. */
-const responseLayouts: Record<string, { fields: Field[]; errorCode: ErrorCodeValue; decode: (b: Buffer, code: number) => unknown }> = {
+const responseLayouts: Record<string, ResponseLayout> = {
   LEADER_AND_ISR: {
     fields: [i16('count', 2, 'count'), ...partitionErrorFields('events'), ...partitionErrorFields('clicks')],
     errorCode: ErrorCode.None,
@@ -285,29 +248,12 @@ const responseLayouts: Record<string, { fields: Field[]; errorCode: ErrorCodeVal
 
 describe('hostile values in every length, count, size and number field', () => {
   for (const [name, fields] of Object.entries(requestLayouts)) {
-    describe(name, () => {
-      it('the unmodified layout decodes', () => {
-        expect(() => decodeRequest(build(fields))).not.toThrow();
-      });
-      it.each(hostileCases(fields))('%s', (what, mutated, code) => {
-        const err = expectProtocolError(() => decodeRequest(build(mutated)));
-        // Read past its partitions, LEADER_AND_ISR takes its broker list for a topic name.
-        if (name === 'LEADER_AND_ISR' && what === 'count = 32767') expect([ErrorCode.InvalidRequest, ErrorCode.InvalidTopic]).toContain(err.code);
-        else expect(err.code).toBe(code);
-      });
-    });
+    describe(name, () =>
+      // Read past its partitions, LEADER_AND_ISR takes its broker list for a topic name.
+      itRequestLayout(fields, (what, code) => (name === 'LEADER_AND_ISR' && what === 'count = 32767' ? [ErrorCode.InvalidRequest, ErrorCode.InvalidTopic] : [code])),
+    );
   }
-
-  for (const [name, { fields, errorCode, decode }] of Object.entries(responseLayouts)) {
-    describe(`${name} response`, () => {
-      it('the unmodified layout decodes', () => {
-        expect(() => decode(build(fields), errorCode)).not.toThrow();
-      });
-      it.each(hostileCases(fields))('%s', (_, mutated, code) => {
-        expectProtocolError(() => decode(build(mutated), errorCode), code);
-      });
-    });
-  }
+  for (const [name, layout] of Object.entries(responseLayouts)) describe(`${name} response`, () => itResponseLayout(layout));
 
   it('a topic id that is not 16 lowercase hex digits is InvalidRequest', () => {
     const fields = requestLayouts.LEADER_AND_ISR!;
