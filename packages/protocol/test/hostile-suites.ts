@@ -101,3 +101,42 @@ export function itResponseLayout({ fields, errorCode, decode }: ResponseLayout):
     expectProtocolError(() => decode(build(mutated), errorCode), code);
   });
 }
+
+/** Topic names every decoder must refuse with InvalidTopic, by what is wrong with them (docs/format.md §1). */
+export const badTopicNames: readonly [string, Buffer][] = [
+  ['""', Buffer.alloc(0)],
+  ['"."', Buffer.from('.')],
+  ['".."', Buffer.from('..')],
+  ['"a/b"', Buffer.from('a/b')],
+  ['"../etc"', Buffer.from('../etc')],
+  ['300 characters', Buffer.from('a'.repeat(300))],
+  ['250 characters', Buffer.from('a'.repeat(250))],
+  ['non-ASCII', Buffer.from('tōpic')],
+  ['invalid UTF-8', Buffer.from([0x61, 0xff, 0xfe])],
+  ['a NUL byte', Buffer.from([0x61, 0x00])],
+];
+
+/**
+ * Cases per layout that carries a topic (a `strlen` field): every topic of it replaced by each of
+ * `badTopics`, with a matching length, is refused with InvalidTopic.
+ */
+export function itBadTopicsRefused(
+  requestLayouts: Record<string, Field[]>,
+  responseLayouts: Record<string, ResponseLayout>,
+  badTopics: readonly [string, Buffer][] = badTopicNames,
+): void {
+  const layouts: [string, Field[], (b: Buffer) => unknown][] = [
+    ...Object.entries(requestLayouts).map(([n, f]): [string, Field[], (b: Buffer) => unknown] => [n, f, (b) => decodeRequest(b)]),
+    ...Object.entries(responseLayouts).map(([n, r]): [string, Field[], (b: Buffer) => unknown] => [`${n} response`, r.fields, (b) => r.decode(b, r.errorCode)]),
+  ].filter(([, fields]) => fields.some((f) => f.role === 'strlen'));
+  for (const [name, fields, decode] of layouts) {
+    it.each(badTopics)(`${name}: %s is InvalidTopic`, (_, bytes) => {
+      const mutated = fields.map((f, i) => {
+        if (f.role === 'strlen') return { ...f, value: bytes.length };
+        if (i > 0 && fields[i - 1]!.role === 'strlen') return { ...f, value: bytes };
+        return f;
+      });
+      expectProtocolError(() => decode(build(mutated)), ErrorCode.InvalidTopic);
+    });
+  }
+}
