@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { rssMiB, writable } from '../src/testing.js';
+import { rssFallsBelow, rssMiB, rssWhile, sendAllButLastByte } from '../src/testing.js';
 import { join } from 'node:path';
 import {
   AckLevel,
@@ -135,8 +135,6 @@ describe('connection limits', () => {
     const pid = b.proc.pid!;
     const baseline = rssMiB(pid);
     const frameBytes = 60 * 1024 * 1024;
-    const chunk = Buffer.alloc(1024 * 1024);
-    let peak = 0;
     const closed: Promise<unknown>[] = [];
     const writers = Array.from({ length: 10 }, async () => {
       const s = connect(b.port, '127.0.0.1');
@@ -147,36 +145,20 @@ describe('connection limits', () => {
       const head = Buffer.alloc(6);
       head.writeInt32BE(frameBytes, 0);
       head.writeInt16BE(5, 4); // PRODUCE_ACK, never finished
-      s.write(head);
-      // Everything but the last byte, as fast as the broker takes it.
-      for (let sent = 2; sent < frameBytes - 1 && !s.destroyed; ) {
-        const n = Math.min(chunk.length, frameBytes - 1 - sent);
-        sent += n;
-        if (!s.write(n === chunk.length ? chunk : chunk.subarray(0, n))) await writable(s);
-      }
+      await sendAllButLastByte(s, head, frameBytes);
     });
-    const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 50);
-    let held: number;
-    try {
-      await sleep(2500); // the frames are being held
-      held = rssMiB(pid);
-      // The idle timeout closes every one of them.
+    // The frames are held for 2.5 s, then the idle timeout closes every one of them.
+    const { held, peak } = await rssWhile(pid, 2500, async () => {
       await Promise.all(closed);
       await Promise.all(writers);
-    } finally {
-      clearInterval(sampler);
-    }
+    });
     expect(held).toBeLessThan(300);
     const idleClosed = (): number => b.logs.filter((l) => l.msg === 'closing idle connection').length;
     for (let i = 0; i < 100 && idleClosed() < 10; i++) await sleep(20);
     expect(idleClosed()).toBe(10);
     expect(peak).toBeLessThan(300);
     // The memory goes back.
-    let after = rssMiB(pid);
-    for (let i = 0; i < 250 && after > baseline + 40; i++) {
-      await sleep(100);
-      after = rssMiB(pid);
-    }
+    const after = await rssFallsBelow(pid, baseline + 40, 25_000);
     expect(after).toBeLessThan(baseline + 40);
     // And the broker still serves.
     const c = await WireClient.connect(b.port);

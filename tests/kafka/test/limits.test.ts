@@ -8,7 +8,7 @@
  */
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { rssMiB, writable } from '@klog/broker/testing';
+import { rssFallsBelow, rssMiB, rssWhile, sendAllButLastByte } from '@klog/broker/testing';
 import { ApiKey } from '@klog/kafka-protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Broker, sleep, waitFor } from './harness.js';
@@ -101,41 +101,23 @@ describe('the Kafka listener under the broker’s connection limits', () => {
     const pid = b.proc.pid!;
     const baseline = rssMiB(pid);
     const frameBytes = 60 * 1024 * 1024;
-    const chunk = Buffer.alloc(1024 * 1024);
-    let peak = 0;
     const closed: Promise<unknown>[] = [];
     const writers = Array.from({ length: 10 }, async () => {
       const s = await open(b.kafkaPort);
       closed.push(closedOf(s));
-      const head = frameHead(frameBytes);
-      s.write(head);
-      // Everything but the last byte, as fast as the broker takes it.
-      for (let sent = head.length - 4; sent < frameBytes - 1 && !s.destroyed; ) {
-        const n = Math.min(chunk.length, frameBytes - 1 - sent);
-        sent += n;
-        if (!s.write(n === chunk.length ? chunk : chunk.subarray(0, n))) await writable(s);
-      }
+      await sendAllButLastByte(s, frameHead(frameBytes), frameBytes);
     });
-    const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 50);
-    let held: number;
-    try {
-      await sleep(2500); // the frames are being held
-      held = rssMiB(pid);
+    // The frames are held for 2.5 s, then the idle timeout closes every one of them.
+    const { held, peak } = await rssWhile(pid, 2500, async () => {
       await waitFor('10 connections open', () => closed.length === 10, 10_000);
       await within(30_000, 'the idle timeout closing every one of them', Promise.all(closed));
       await Promise.all(writers);
-    } finally {
-      clearInterval(sampler);
-    }
+    });
     expect(held).toBeLessThan(300);
     expect(peak).toBeLessThan(300);
     await waitFor('10 idle closes logged', () => b.logs.filter((l) => l.msg === 'closing idle connection').length >= 10, 5000);
     // The memory goes back once V8 collects the frame buffers: an idle broker may take tens of seconds to.
-    let after = rssMiB(pid);
-    for (let i = 0; i < 600 && after > baseline + 40; i++) {
-      await sleep(100);
-      after = rssMiB(pid);
-    }
+    const after = await rssFallsBelow(pid, baseline + 40, 60_000);
     expect(after).toBeLessThan(baseline + 40);
     // And the listener still serves.
     const w = await KafkaWire.open(b.kafka);
