@@ -27,6 +27,7 @@ import {
 } from '@klog/protocol';
 import { WrongPartitionError, type Log } from '@klog/storage';
 import type { BrokerContext } from './context.js';
+import type { Partition } from '../replication/partition.js';
 
 /** Most bytes a {@link ProduceRun} gathers for one append. */
 export const maxRunBytes = 1024 * 1024;
@@ -215,11 +216,7 @@ export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckReques
       results.push({ topic: p.topic, partition: p.partition, errorCode: ErrorCode.None, offset, nextOffset });
       if (req.acks !== AckLevel.Appended) flushes.push(log.flushedThrough(nextOffset));
     } catch (err) {
-      rejected(ctx, p, err);
-      const errorCode = errorCodeOf(err);
-      // For a message over the limit, nextOffset carries the limit (docs/format.md §11), so the producer can say which.
-      const nextOffset = errorCode === ErrorCode.MessageSizeTooLarge ? ctx.config.maxMessageBytes : -1;
-      results.push({ topic: p.topic, partition: p.partition, errorCode, offset: -1, nextOffset });
+      results.push(rejectedResult(ctx, p, err));
     }
   }
   await Promise.all(flushes);
@@ -239,21 +236,15 @@ async function produceReplicated(ctx: BrokerContext, p: PartitionMessages, acks:
     return { topic: p.topic, partition: p.partition, errorCode, offset, nextOffset };
   };
   try {
-    const count = validateMessageSet(p.messages, ctx.config.maxMessageBytes);
-    const partition = ctx.replicas.get(p.topic, p.partition);
-    const appended = partition?.appendAsLeader(p.messages, count, acks === AckLevel.All) ?? { errorCode: ErrorCode.NotLeaderForPartition };
+    const appended = appendToReplica(ctx, p, acks === AckLevel.All);
     if ('errorCode' in appended) return result(appended.errorCode);
-    const { offset, nextOffset } = appended;
-    ctx.metrics.messagesIn(p.topic, count, p.messages.length);
-    if (acks === AckLevel.Flushed) await partition!.log!.flushedThrough(nextOffset);
+    const { partition, offset, nextOffset } = appended;
+    if (acks === AckLevel.Flushed) await partition.log!.flushedThrough(nextOffset);
     if (acks !== AckLevel.All) return result(ErrorCode.None, offset, nextOffset);
-    const code = await partition!.waitForHighWatermark(nextOffset);
+    const code = await partition.waitForHighWatermark(nextOffset);
     return code === ErrorCode.None || code === ErrorCode.NotEnoughReplicasAfterAppend ? result(code, offset, nextOffset) : result(code);
   } catch (err) {
-    rejected(ctx, p, err);
-    const errorCode = errorCodeOf(err);
-    const nextOffset = errorCode === ErrorCode.MessageSizeTooLarge ? ctx.config.maxMessageBytes : -1;
-    return { topic: p.topic, partition: p.partition, errorCode, offset: -1, nextOffset };
+    return rejectedResult(ctx, p, err);
   }
 }
 
@@ -264,13 +255,42 @@ async function produceReplicated(ctx: BrokerContext, p: PartitionMessages, acks:
  */
 function appendReplicatedFireAndForget(ctx: BrokerContext, p: PartitionMessages): void {
   try {
-    const count = validateMessageSet(p.messages, ctx.config.maxMessageBytes);
-    const appended = ctx.replicas.get(p.topic, p.partition)?.appendAsLeader(p.messages, count, false) ?? { errorCode: ErrorCode.NotLeaderForPartition };
+    const appended = appendToReplica(ctx, p, false);
     if ('errorCode' in appended) throw Object.assign(new Error(`${errorCodeName(appended.errorCode)}: this broker does not lead ${p.topic}/${p.partition}`), { code: appended.errorCode });
-    ctx.metrics.messagesIn(p.topic, count, p.messages.length);
   } catch (err) {
     rejected(ctx, p, err);
   }
+}
+
+/**
+ * Checks a set and appends it to the replicated partition this broker leads, counting it in;
+ * `{ errorCode }` when the broker does not lead it (NotLeaderForPartition) or, with
+ * `checkMinIsr`, when the ISR is below `min.insync.replicas` (NotEnoughReplicas, nothing appended).
+ * @throws the check's ProtocolError for a bad set
+ */
+function appendToReplica(
+  ctx: BrokerContext,
+  p: PartitionMessages,
+  checkMinIsr: boolean,
+): { partition: Partition; offset: number; nextOffset: number } | { errorCode: ErrorCodeValue } {
+  const count = validateMessageSet(p.messages, ctx.config.maxMessageBytes);
+  const partition = ctx.replicas.get(p.topic, p.partition);
+  const appended = partition?.appendAsLeader(p.messages, count, checkMinIsr) ?? { errorCode: ErrorCode.NotLeaderForPartition };
+  if ('errorCode' in appended) return appended;
+  ctx.metrics.messagesIn(p.topic, count, p.messages.length);
+  return { partition: partition!, ...appended };
+}
+
+/**
+ * The PRODUCE_ACK result of a set that could not be appended, after logging and counting it
+ * ({@link rejected}). For a message over the limit, `nextOffset` carries the limit
+ * (docs/format.md §11), so the producer can say which.
+ */
+function rejectedResult(ctx: BrokerContext, p: PartitionMessages, err: unknown): ProduceAckResult {
+  rejected(ctx, p, err);
+  const errorCode = errorCodeOf(err);
+  const nextOffset = errorCode === ErrorCode.MessageSizeTooLarge ? ctx.config.maxMessageBytes : -1;
+  return { topic: p.topic, partition: p.partition, errorCode, offset: -1, nextOffset };
 }
 
 /** The wire error code of an error thrown by the protocol or storage layer; Unknown for anything else. */
