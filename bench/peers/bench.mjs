@@ -8,7 +8,9 @@
  *   5. the end-to-end latency phase (lib/latency-phase.mjs; klog, NATS JetStream and Redis
  *      Streams): the fixed-rate probe of `klog perf latency` at each of --latency-rates msg/s
  *      for --latency-seconds s,
- * then stop the broker. `--phases throughput`, `--phases latency` run one part only. Prints a
+ * then stop the broker. `--phases throughput`, `--phases latency` run one part only;
+ * `--phases replication` (lib/replication-phase.mjs; klog and NATS JetStream, not in the
+ * default) runs acknowledged producers against three-node clusters of each. Prints a
  * table and writes a JSON file under bench/results/. A system that was asked for and did not
  * run (not installed, failed, out of time) is reported in a banner at the end, and the run
  * exits non-zero. Run through bench/peers/run.sh, which installs the brokers and clients first.
@@ -20,6 +22,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { latencyPhase, latencyTable } from './lib/latency-phase.mjs';
+import { replicationPhase, replicationTable } from './lib/replication-phase.mjs';
 import * as servers from './lib/servers.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -38,12 +41,16 @@ const { values: opt } = parseArgs({
     phases: { type: 'string', default: 'throughput,latency' },
     'latency-rates': { type: 'string', default: '100,1000,10000,100000' },
     'latency-seconds': { type: 'string', default: '10' },
+    'replication-messages': { type: 'string', default: '200000' },
+    'replication-batch1-messages': { type: 'string' },
+    zookeeper: { type: 'string', default: process.env.KLOG_ZK_CONNECT ?? '127.0.0.1:2181' },
+    'baseline-tree': { type: 'string' },
   },
 });
 const PHASES = new Set(opt.phases.split(',').map((s) => s.trim()));
 for (const p of PHASES) {
-  if (p !== 'throughput' && p !== 'latency') {
-    process.stderr.write(`--phases: unknown phase ${p}; known: throughput,latency\n`);
+  if (p !== 'throughput' && p !== 'latency' && p !== 'replication') {
+    process.stderr.write(`--phases: unknown phase ${p}; known: throughput,latency,replication\n`);
     process.exit(2);
   }
 }
@@ -52,6 +59,8 @@ const LATENCY_S = int(opt['latency-seconds'], 'latency-seconds');
 const N = int(opt.messages, 'messages');
 const N1 = opt['batch1-messages'] !== undefined ? int(opt['batch1-messages'], 'batch1-messages') : Math.max(1, Math.round(N / 10));
 const SIZE = int(opt.size, 'size');
+const RN = int(opt['replication-messages'], 'replication-messages');
+const RN1 = opt['replication-batch1-messages'] !== undefined ? int(opt['replication-batch1-messages'], 'replication-batch1-messages') : Math.max(1, Math.round(RN / 10));
 const PHASE_TIMEOUT_S = int(opt['phase-timeout-s'], 'phase-timeout-s');
 const BUDGET_S = int(opt['budget-s'], 'budget-s');
 const started = Date.now();
@@ -436,20 +445,32 @@ const argv = process.argv.slice(2);
 log(`side by side: ${N} messages of ${SIZE} B in batches of 50, ${N1} in batches of 1, then ${N} consumed; per phase at most ${PHASE_TIMEOUT_S} s, in all at most ${BUDGET_S} s`);
 const loadStart = loadavg();
 const results = [];
-for (const sys of SYSTEMS) {
+for (const sys of PHASES.has('throughput') || PHASES.has('latency') ? SYSTEMS : []) {
   if (only && !only.has(sys.key)) continue;
   const r = await runSystem(sys);
   if (r.skipped) log(`${sys.name}: skipped: ${r.skipped}`);
   results.push(r);
+}
+let replication;
+if (PHASES.has('replication')) {
+  const keys = new Set(['klog', 'nats'].filter((k) => !only || only.has(k)));
+  if (keys.has('nats') && !servers.debInstalled('nats-server')) {
+    keys.delete('nats');
+    results.push({ system: 'NATS JetStream', key: 'nats', skipped: 'Debian package nats-server is not installed (install.sh could not get it here)' });
+  }
+  log(`replication: ${RN} messages of ${SIZE} B in batches of 50, ${RN1} in batches of 1, acknowledged, per run; ${[...keys].join(', ')}`);
+  replication = await replicationPhase(keys, { repoRoot, here, messages: RN, batch1Messages: RN1, size: SIZE, zookeeper: opt.zookeeper, baselineTree: opt['baseline-tree'] && resolve(opt['baseline-tree']), keepData: opt['keep-data'], runJson, phaseTimeout, log });
+  for (const s of replication.systems) if (s.error) results.push({ system: `${s.system} (replication)`, key: s.key, error: s.error });
 }
 const doc = {
   command: `bash bench/peers/run.sh${argv.length ? ` ${argv.join(' ')}` : ''}`,
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), kernel: release(), node: process.version, loadavgAtStart: loadStart, loadavgAtEnd: loadavg() },
   install: process.env.KLOG_PEERS_INSTALL ? JSON.parse(process.env.KLOG_PEERS_INSTALL) : undefined,
-  settings: { messages: N, batch1Messages: N1, size: SIZE, mb: '2^20 bytes', phaseTimeoutS: PHASE_TIMEOUT_S, budgetS: BUDGET_S, phases: [...PHASES], latencyRates: LATENCY_RATES, latencySeconds: LATENCY_S },
+  settings: { messages: N, batch1Messages: N1, replicationMessages: RN, replicationBatch1Messages: RN1, size: SIZE, mb: '2^20 bytes', phaseTimeoutS: PHASE_TIMEOUT_S, budgetS: BUDGET_S, phases: [...PHASES], latencyRates: LATENCY_RATES, latencySeconds: LATENCY_S },
   seconds: (Date.now() - started) / 1000,
   results,
+  replication,
   klogRatio: ratios(results),
 };
 const resultsDir = join(repoRoot, 'bench/results');
@@ -461,6 +482,7 @@ if (PHASES.has('throughput')) {
   process.stdout.write(`msg/s until the broker holds every message (produce) or the consumer has read every one (consume); MB = 2^20 bytes of payload; disk = bytes the data dir gained per message (allocated blocks).\n`);
 }
 if (PHASES.has('latency')) process.stdout.write(`\n${latencyTable(results, LATENCY_RATES)}\n\nlatency: send→consume of ${SIZE} B messages at a fixed rate, producer and consumer in one process, ${LATENCY_S} s per rate after 1 s of warm-up.\n`);
+if (replication) process.stdout.write(`\nreplication (load average ${loadStart.map((x) => x.toFixed(1)).join(' ')} at the start, ${doc.machine.loadavgAtEnd.map((x) => x.toFixed(1)).join(' ')} at the end; ${cpus().length} cores):\n\n${replicationTable(replication, SIZE)}\n\nmsg/s until the producer has every acknowledgement (klog perf produce; NATS: PubAcks); MB = 2^20 bytes of payload; cluster CPU = CPU time of the cluster's processes while the producer ran ÷ the producer's seconds (% of one core); load avg = 1-minute load average at the run's start.\n`);
 process.stdout.write(`${doc.seconds.toFixed(0)} s in all; results in ${outFile}\n`);
 cleanup();
 // A benchmark whose peers did not run says so where it cannot be missed, and fails.

@@ -12,10 +12,13 @@ cd "$(dirname "$0")/../.."
 
 # The Debian packages of the systems asked for (--only), or of every peer.
 only=""
+phases=""
 prev=""
 for a in "$@"; do
   case "$a" in --only=*) only="${a#--only=}" ;; esac
   [ "$prev" = "--only" ] && only="$a"
+  case "$a" in --phases=*) phases="${a#--phases=}" ;; esac
+  [ "$prev" = "--phases" ] && phases="$a"
   prev="$a"
 done
 debs=()
@@ -34,6 +37,10 @@ install_s=$(( $(date +%s) - t0 ))
 missing=$(grep -o 'Debian package [a-z0-9.+-]* cannot be had here' "$install_log" | awk '{print $3}' | paste -sd, - || true)
 rm -f "$install_log"
 trap - EXIT
+
+# The replication phase runs klog's brokers over ZooKeeper: the package is installed here (the
+# phase starts a ZooKeeper of its own when none answers at --zookeeper).
+case ",$phases," in *,replication,*) bash scripts/zookeeper.sh install >&2 || echo "run.sh: ZooKeeper could not be installed" >&2 ;; esac
 
 if [ ! -x node_modules/.bin/klog-broker ] || [ ! -x node_modules/.bin/klog ]; then
   echo "run.sh: klog is not built; running npm run setup" >&2

@@ -1,11 +1,19 @@
 /**
  * NATS JetStream with the `nats` client.
- * setup:   a stream `<DEST>` on subject `<dest>`, file storage, limits retention, one replica.
+ * setup:   a stream `<DEST>` on subject `<dest>`, file storage, limits retention, `--replicas`
+ *          replicas (default 1); on a cluster, retried until JetStream has a meta leader, then
+ *          until the stream has a leader and every replica is current.
  * produce: core NATS publishes (fire-and-forget, no JetStream publish acks) to the stream's
  *          subject. A batch of B is B publishes followed by one flush (a PING; its PONG says the
  *          server has read everything before it); at most --max-in-flight messages are sent and
  *          not yet covered by a PONG. The clock stops when the stream counts every message
  *          (stream info, polled every 5 ms after the last PONG).
+ * produce --acks: JetStream publishes, each answered by a PubAck once the stream has stored the
+ *          message (on a quorum of its replicas). The client connects to the server that leads
+ *          the stream (its name is `klogbench-<port>`, lib/clusters.mjs). A batch of B is B
+ *          publishes whose B acks are awaited as one group; groups are pipelined with at most
+ *          --max-in-flight messages unacknowledged (1 with B = 1: synchronous publishes, one
+ *          at a time). The clock stops at the last ack; the stream must then count N messages.
  * consume: a durable pull consumer with AckPolicy none, read with consume() in pull batches of
  *          1000 messages, until N messages.
  * latency: the fixed-rate probe of `klog perf latency` (lib/common.mjs latencyProbe): core
@@ -19,11 +27,22 @@ const a = args();
 const stream = a.dest.toUpperCase();
 
 run(async () => {
-  const nc = await connect({ servers: `127.0.0.1:${a.port}`, pingInterval: 60000 });
+  let nc = await connect({ servers: `127.0.0.1:${a.port}`, pingInterval: 60000 });
   try {
-    const jsm = await nc.jetstreamManager();
+    let jsm = await nc.jetstreamManager({ checkAPI: a.mode !== 'setup' }); // a new cluster answers 503 until it has a meta leader: setup retries
     if (a.mode === 'setup') {
-      await jsm.streams.add({ name: stream, subjects: [a.dest], storage: StorageType.File, retention: RetentionPolicy.Limits, num_replicas: 1 });
+      await Promise.race([setup(jsm), deadline(a.timeoutMs, 'setup')]);
+      return;
+    }
+    if (a.mode === 'produce' && a.acks) {
+      const leader = (await jsm.streams.info(stream)).cluster?.leader;
+      const leaderPort = Number(/^klogbench-(\d+)$/.exec(leader ?? '')?.[1]);
+      if (leaderPort && leaderPort !== a.port) {
+        await nc.close();
+        nc = await connect({ servers: `127.0.0.1:${leaderPort}`, pingInterval: 60000 });
+        jsm = await nc.jetstreamManager();
+      }
+      await Promise.race([produceAcked(nc, jsm, leader ?? null), deadline(a.timeoutMs, 'produce')]);
       return;
     }
     if (a.mode === 'latency') await Promise.race([latency(nc), deadline(a.timeoutMs, 'latency')]);
@@ -33,6 +52,53 @@ run(async () => {
     await nc.close().catch(() => {});
   }
 });
+
+async function setup(jsm) {
+  const config = { name: stream, subjects: [a.dest], storage: StorageType.File, retention: RetentionPolicy.Limits, num_replicas: a.replicas };
+  for (;;) {
+    try {
+      await jsm.streams.add(config);
+      break;
+    } catch (e) {
+      // A cluster without a meta leader yet answers 503 (JetStream not ready).
+      if (!/503|temporarily unavailable|no suitable peers|insufficient resources/i.test(String(e?.message))) throw e;
+      await sleep(200);
+    }
+  }
+  if (a.replicas === 1) return;
+  for (;;) {
+    const info = await jsm.streams.info(stream);
+    const c = info.cluster;
+    if (c?.leader && (c.replicas?.length ?? 0) === a.replicas - 1 && c.replicas.every((r) => r.current)) return;
+    await sleep(100);
+  }
+}
+
+async function produceAcked(nc, jsm, leader) {
+  const js = nc.jetstream();
+  const payload = payloadOf(a.size);
+  const before = (await jsm.streams.info(stream)).state.messages;
+  const window = []; // { upTo, acks: Promise of the group's PubAcks }
+  let acked = 0;
+  const t0 = now();
+  for (let sent = 0; sent < a.messages; ) {
+    const b = Math.min(a.batch, a.messages - sent);
+    const acks = new Array(b);
+    for (let i = 0; i < b; i++) acks[i] = js.publish(a.dest, payload);
+    sent += b;
+    window.push({ upTo: sent, acks: Promise.all(acks) });
+    while (window.length > 0 && sent - acked >= a.maxInFlight) {
+      const g = window.shift();
+      await g.acks;
+      acked = g.upTo;
+    }
+  }
+  for (const g of window.splice(0)) await g.acks;
+  const seconds = secondsSince(t0);
+  const count = (await jsm.streams.info(stream)).state.messages - before;
+  if (count !== a.messages) throw new Error(`stream ${stream} counts ${count} new messages after ${a.messages} acknowledged publishes`);
+  report('produce', a.messages, a.messages * a.size, seconds, { batchSize: a.batch, acks: 'PubAck', replicas: a.replicas, maxInFlight: a.maxInFlight, streamLeader: leader, countedByBroker: count });
+}
 
 async function produce(nc, jsm) {
   const payload = payloadOf(a.size);

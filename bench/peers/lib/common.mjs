@@ -8,7 +8,9 @@ import { parseArgs } from 'node:util';
 
 /**
  * `node clients/X.mjs <setup|produce|consume|latency> --port P --dest D [--messages N] [--size S]
- * [--batch B] [--max-in-flight M] [--timeout-s T] [--rate R --seconds S --warmup-seconds W]`
+ * [--batch B] [--max-in-flight M] [--timeout-s T] [--rate R --seconds S --warmup-seconds W]
+ * [--replicas R] [--acks]`; `--replicas` (setup) and `--acks` (produce: publish with the broker's
+ * acknowledgement) are for the peers that replicate (NATS JetStream).
  */
 export function args() {
   const { values, positionals } = parseArgs({
@@ -24,6 +26,8 @@ export function args() {
       rate: { type: 'string', default: '1000' },
       seconds: { type: 'string', default: '10' },
       'warmup-seconds': { type: 'string', default: '1' },
+      replicas: { type: 'string', default: '1' },
+      acks: { type: 'boolean', default: false },
     },
   });
   const mode = positionals[0];
@@ -42,6 +46,8 @@ export function args() {
     rate: Number(values.rate),
     seconds: Number(values.seconds),
     warmupSeconds: Number(values['warmup-seconds']),
+    replicas: Number(values.replicas),
+    acks: values.acks,
   };
 }
 

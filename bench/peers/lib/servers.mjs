@@ -36,7 +36,7 @@ function canConnect(port) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits until 127.0.0.1:port accepts connections or the child exits; throws after timeoutMs. */
-async function waitForPort(port, child, timeoutMs, logFile) {
+export async function waitForPort(port, child, timeoutMs, logFile) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -57,7 +57,7 @@ function tail(file, lines = 15) {
 }
 
 /** Spawns `cmd args` in its own process group with stdout+stderr to logFile. */
-function launch(cmd, args, { env, cwd, logFile }) {
+export function launch(cmd, args, { env, cwd, logFile }) {
   const fd = openSync(logFile, 'a');
   const child = spawn(cmd, args, { env: { ...process.env, ...env }, cwd, detached: true, stdio: ['ignore', fd, fd] });
   child.on('error', () => {});
@@ -82,7 +82,7 @@ function exited(child) {
 }
 
 /** Stops a child: SIGTERM to its group, SIGKILL after graceMs. */
-async function stopChild(child, graceMs = 15000) {
+export async function stopChild(child, graceMs = 15000) {
   if (!child) return;
   signalGroup(child, 'SIGTERM');
   const done = await Promise.race([exited(child).then(() => true), sleep(graceMs).then(() => false)]);
@@ -101,12 +101,14 @@ export function killAll() {
   groups.clear();
 }
 
-function track(child) {
+/** Registers a started child so that {@link killAll} stops its process group on exit. */
+export function track(child) {
   groups.add(child);
   return child;
 }
 
-function debVersion(pkg) {
+/** The installed version of a Debian package, or null. */
+export function debVersion(pkg) {
   try {
     return execFileSync('dpkg-query', ['-W', '-f=${Version}', pkg], { encoding: 'utf8' }).trim();
   } catch {
