@@ -1,6 +1,6 @@
 /**
  * One client connection: cuts the byte stream into request frames (docs/design.md §3) and answers them
- * one at a time, in order. A frame whose size prefix is out of bounds cannot be skipped
+ * in order, one at a time except PRODUCE_ACKs. A frame whose size prefix is out of bounds cannot be skipped
  * safely, so it gets an InvalidRequest response and the connection is closed; every other bad
  * request gets an error response and the connection goes on. Fetch responses carry file regions
  * that `write` sends after the header with the broker's read path (docs/design.md §3).
@@ -11,6 +11,13 @@
  * of this turn of the event loop are done (`setImmediate`): the sets of several reads of 64 KiB
  * then go to the log in one write.
  *
+ * PRODUCE_ACK requests are pipelined: each is appended in turn, and the next frame is taken as
+ * soon as its sets are in the log, while its answer waits for its ack level (the flush, or the
+ * high watermark for acks all) and is written in order after the answers before it. The sets
+ * of many requests then share one flush and, on a replicated partition, one round of follower
+ * fetches, instead of one each. At most {@link maxPipelinedResponses} answers wait at once; any
+ * other request is handled once every answer before it is written, as before.
+ *
  * Memory (docs/format.md §5, connection limits): the frames are cut by {@link RequestFrames},
  * within the broker's request memory (`queued.max.request.bytes`). A connection that completes
  * no request for `connections.max.idle.ms` is closed ({@link Connection.idleSinceMs},
@@ -19,7 +26,7 @@
 import type { Socket } from 'node:net';
 import { ErrorCode, ProtocolError, RequestDecoder, encodeErrorResponse, readFrameSize } from '@klog/protocol';
 import { inlineRegionMaxBytes, sendRegion, type FileRegion } from '@klog/storage';
-import { handleFireAndForget, handleRequest, ProduceRun, type BrokerContext, type ResponsePart } from './handlers/index.js';
+import { handleFireAndForget, handleRequest, ProduceRun, startProduceAck, type BrokerContext, type ResponsePart } from './handlers/index.js';
 import type { LimitedConnection } from './connection-limits.js';
 import { RequestFrames } from './request-frames.js';
 import type { RequestMemory } from './request-memory.js';
@@ -31,6 +38,9 @@ function releaseAll(parts: ResponsePart[] | undefined): void {
 }
 
 
+/** Most PRODUCE_ACK answers of one connection waiting for their ack level at once; the next frame waits for room. */
+export const maxPipelinedResponses = 1024;
+
 /** Serves one socket until it closes. */
 export class Connection implements LimitedConnection {
   /** The request frames read from the socket. */
@@ -38,6 +48,10 @@ export class Connection implements LimitedConnection {
   /** True while a request is being handled; later frames wait their turn. */
   private busy = false;
   private closed = false;
+  /** PRODUCE_ACK answers started and not yet written. */
+  private pipelined = 0;
+  /** Settles once every started PRODUCE_ACK answer is written (or dropped on close); never rejects. */
+  private answered: Promise<void> = Promise.resolve();
   /** When the last request was completed (or the connection opened), ms since the epoch. */
   private lastRequestMs = Date.now();
   /** The broker's context, with `closing` also aborted when this connection closes. */
@@ -78,7 +92,7 @@ export class Connection implements LimitedConnection {
    * it handles one: the server closes it after `connections.max.idle.ms`.
    */
   get idleSinceMs(): number | undefined {
-    return this.busy ? undefined : this.lastRequestMs;
+    return this.busy || this.pipelined > 0 ? undefined : this.lastRequestMs;
   }
 
   /** Bytes of the request budget this connection holds. */
@@ -132,6 +146,16 @@ export class Connection implements LimitedConnection {
           continue;
         }
         this.appendRun();
+        while (this.pipelined >= maxPipelinedResponses) await this.answered;
+        const started = startProduceAck(this.ctx, this.decoder, frame);
+        if (started !== false) {
+          const { response } = await started;
+          // Appended: the frame's bytes are no longer needed; the answer is written in turn.
+          this.requestDone();
+          this.pipeline(response);
+          continue;
+        }
+        if (this.pipelined > 0) await this.answered;
         const response = await this.handle(frame);
         if (this.closed) {
           releaseAll(response);
@@ -147,6 +171,18 @@ export class Connection implements LimitedConnection {
       this.busy = false;
       if (this.closed) this.finishClose();
     }
+  }
+
+  /** Writes a pipelined answer once every answer before it is written; dropped when the connection closed. */
+  private pipeline(response: Promise<ResponsePart[]>): void {
+    this.pipelined++;
+    this.answered = this.answered
+      .then(() => response)
+      .then((parts) => (this.closed ? releaseAll(parts) : this.write(parts)))
+      .finally(() => {
+        this.pipelined--;
+        this.lastRequestMs = Date.now();
+      });
   }
 
   /** A request is done: its large frame's bytes go back to the budget, and the idle clock restarts. */

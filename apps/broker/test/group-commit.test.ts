@@ -2,10 +2,12 @@
  * Group commit through the broker (docs/design.md §10): with default settings a consumer's long
  * poll is answered the moment a flush moves the visible end, an acks-2 produce the same way,
  * and every message a consumer sees was fdatasynced before it was visible, for acks 0, 1 and 2.
+ * PRODUCE_ACKs pipelined on one connection share flushes and are answered in order
+ * (connection.ts).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { AckLevel, Decoder, ErrorCode, decodeProduceAckResponse, encodeFetchRequest, encodeMessageSet, encodeProduceAckRequest, encodeProduceRequest, iterateMessageSet } from '@klog/protocol';
+import { AckLevel, Decoder, ErrorCode, decodeFetchResponse, decodeProduceAckResponse, encodeFetchRequest, encodeMessageSet, encodeProduceAckRequest, encodeProduceRequest, iterateMessageSet } from '@klog/protocol';
 import { flusherKind, visibleUnsyncedBytes } from '@klog/storage';
 import { startBroker, type Broker } from '../src/index.js';
 import { WireClient, removeDir, tempDir } from './helpers.js';
@@ -88,4 +90,51 @@ describe.skipIf(flusherKind !== 'native')('group commit through the broker', () 
       expect(latenciesMs[Math.floor(messagesPerRun / 2)]).toBeLessThan(250);
     });
   }
+});
+
+describe('pipelined PRODUCE_ACKs on one connection', () => {
+  it('acks 2: requests sent without waiting share flushes, and are answered in order, each once flushed', async () => {
+    const logDir = tempDir();
+    dirs.push(logDir);
+    const broker = await startBroker({ logDir, port: 0 }, silent);
+    brokers.push(broker);
+    const log = await broker.logs.getOrCreateLog('piped', 0);
+    const c = await WireClient.connect(broker.port);
+    clients.push(c);
+    const n = 200;
+    const flushesBefore = await broker.metrics.value('klog_flushes_total', { result: 'ok' });
+    const answers = await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const r = await c.request(encodeProduceAckRequest({ acks: AckLevel.Flushed, partitions: [{ topic: 'piped', partition: 0, messages: encodeMessageSet([Buffer.alloc(200, i % 251)]) }] }));
+        const [part] = decodeProduceAckResponse(new Decoder(r.body));
+        return { ...part!, visibleEnd: log.visibleEnd };
+      }),
+    );
+    // WireClient matches answers to requests by order: offsets in request order mean answers in order.
+    answers.forEach((a, i) => {
+      expect(a.errorCode).toBe(ErrorCode.None);
+      expect(a.offset).toBe(i * 210);
+      expect(a.visibleEnd).toBeGreaterThanOrEqual(a.nextOffset);
+    });
+    // One request at a time would flush once per request (each waits for its flush before the next is appended).
+    const flushes = (await broker.metrics.value('klog_flushes_total', { result: 'ok' })) - flushesBefore;
+    expect(flushes).toBeLessThan(n / 4);
+  });
+
+  it('a request of another type after pipelined PRODUCE_ACKs is answered after them, and sees their messages', async () => {
+    const logDir = tempDir();
+    dirs.push(logDir);
+    const broker = await startBroker({ logDir, port: 0 }, silent);
+    brokers.push(broker);
+    await broker.logs.getOrCreateLog('mixed', 0);
+    const c = await WireClient.connect(broker.port);
+    clients.push(c);
+    const produce = (i: number) => c.request(encodeProduceAckRequest({ acks: AckLevel.Flushed, partitions: [{ topic: 'mixed', partition: 0, messages: encodeMessageSet([Buffer.alloc(200, i)]) }] }));
+    // Answered out of order, a produce would get the fetch's answer (WireClient matches by order).
+    const [p0, p1, f, p2] = await Promise.all([produce(0), produce(1), c.request(encodeFetchRequest({ topic: 'mixed', partition: 0, offset: 0, maxBytes: 1 << 20 })), produce(2)]);
+    for (const [r, i] of [[p0, 0], [p1, 1], [p2, 2]] as const) expect(decodeProduceAckResponse(new Decoder(r.body))[0]).toMatchObject({ errorCode: ErrorCode.None, offset: i * 210 });
+    // The fetch is handled once the answers before it are written: both messages are flushed, so visible.
+    const fetched = decodeFetchResponse(f.code, new Decoder(f.body));
+    expect([...iterateMessageSet(fetched.messages, 0)].map((m) => m.message.payload[0])).toEqual([0, 1]);
+  });
 });

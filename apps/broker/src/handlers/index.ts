@@ -13,7 +13,7 @@ import { handleOffsetForLeaderEpoch } from './offset-for-leader-epoch.js';
 import { handleReplicaFetch } from './replica-fetch.js';
 import { handleStopReplica } from './stop-replica.js';
 import { handleOffsets } from './offsets.js';
-import { handleProduce, handleProduceAck, type ProduceRun } from './produce.js';
+import { appendProduceAck, handleProduce, handleProduceAck, type ProduceRun } from './produce.js';
 import { handleTopicMetadata } from './topic-metadata.js';
 
 export type { BrokerContext, ResponsePart } from './context.js';
@@ -78,6 +78,42 @@ export async function handleRequest(ctx: BrokerContext, decoder: RequestDecoder,
   const response = await respond(ctx, decoder, frame, type);
   if (response !== undefined) ctx.metrics.requestDone(name, performance.now() - started);
   return response;
+}
+
+/**
+ * Starts `frame` when it is a PRODUCE_ACK that decodes, so that the connection can go on with
+ * its next frames while this one waits for its ack level (docs/design.md §3, pipelined
+ * PRODUCE_ACK): resolves once the request's sets are appended, with the promise of its
+ * response (timed as {@link handleRequest} times one). Neither promise rejects.
+ * @returns false (having done nothing) for any other frame, and for one that does not decode
+ *   (which {@link handleRequest} then answers)
+ */
+export function startProduceAck(ctx: BrokerContext, decoder: RequestDecoder, frame: Buffer): false | Promise<{ response: Promise<ResponsePart[]> }> {
+  const type = frame.length >= 2 ? frame.readInt16BE(0) : -1;
+  if (type !== RequestType.ProduceAck) return false;
+  let request: Request;
+  try {
+    request = decoder.decode(frame);
+  } catch {
+    return false;
+  }
+  if (request.type !== RequestType.ProduceAck) return false;
+  const name = typeNames.get(type)!;
+  ctx.metrics.request(name);
+  const started = performance.now();
+  const failed = (err: unknown): ResponsePart[] => {
+    ctx.logger.error({ err }, 'request failed');
+    return [encodeErrorResponse(ErrorCode.Unknown)];
+  };
+  return appendProduceAck(ctx, request.produceAck).then(
+    ({ response }) => ({
+      response: response.then((r) => {
+        ctx.metrics.requestDone(name, performance.now() - started);
+        return [r];
+      }, failed),
+    }),
+    (err: unknown) => ({ response: Promise.resolve(failed(err)) }),
+  );
 }
 
 async function respond(ctx: BrokerContext, decoder: RequestDecoder, frame: Buffer, type: number): Promise<ResponsePart[] | undefined> {

@@ -202,6 +202,17 @@ export class ProduceRun {
  * paper topic acks −1 is acks 2.
  */
 export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckRequest): Promise<Buffer> {
+  return (await appendProduceAck(ctx, req)).response;
+}
+
+/**
+ * PRODUCE_ACK in two steps, so that a connection can pipeline them (connection.ts): resolves
+ * once every set of the request is appended (or refused), with the promise of its response,
+ * which settles when each partition's ack level is met (see {@link handleProduceAck}). Sets of
+ * a later request appended after this one resolved land after this request's sets.
+ * Never rejects: a set's errors become its result's code.
+ */
+export async function appendProduceAck(ctx: BrokerContext, req: ProduceAckRequest): Promise<{ response: Promise<Buffer> }> {
   const results: ProduceAckResult[] = [];
   const flushes: Promise<void>[] = [];
   for (const p of req.partitions) {
@@ -219,8 +230,7 @@ export async function handleProduceAck(ctx: BrokerContext, req: ProduceAckReques
       results.push(rejectedResult(ctx, p, err));
     }
   }
-  await Promise.all(flushes);
-  return encodeProduceAckResponse(results);
+  return { response: Promise.all(flushes).then(() => encodeProduceAckResponse(results)) };
 }
 
 /**
