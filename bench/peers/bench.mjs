@@ -442,7 +442,7 @@ function ratios(results) {
 }
 
 const argv = process.argv.slice(2);
-log(`side by side: ${N} messages of ${SIZE} B in batches of 50, ${N1} in batches of 1, then ${N} consumed; per phase at most ${PHASE_TIMEOUT_S} s, in all at most ${BUDGET_S} s`);
+if (PHASES.has('throughput') || PHASES.has('latency')) log(`side by side: ${N} messages of ${SIZE} B in batches of 50, ${N1} in batches of 1, then ${N} consumed; per phase at most ${PHASE_TIMEOUT_S} s, in all at most ${BUDGET_S} s`);
 const loadStart = loadavg();
 const results = [];
 for (const sys of PHASES.has('throughput') || PHASES.has('latency') ? SYSTEMS : []) {

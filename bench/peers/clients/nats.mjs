@@ -13,7 +13,8 @@
  *          the stream (its name is `klogbench-<port>`, lib/clusters.mjs). A batch of B is B
  *          publishes whose B acks are awaited as one group; groups are pipelined with at most
  *          --max-in-flight messages unacknowledged (1 with B = 1: synchronous publishes, one
- *          at a time). The clock stops at the last ack; the stream must then count N messages.
+ *          at a time), each waiting at most 30 s for its ack (klog's producer request timeout).
+ *          The clock stops at the last ack; the stream must then count N messages.
  * consume: a durable pull consumer with AckPolicy none, read with consume() in pull batches of
  *          1000 messages, until N messages.
  * latency: the fixed-rate probe of `klog perf latency` (lib/common.mjs latencyProbe): core
@@ -74,6 +75,12 @@ async function setup(jsm) {
   }
 }
 
+/**
+ * Most ms a publish waits for its PubAck: klog's producer request timeout (30,000 ms), not the
+ * client's default of 5,000, which thousands of pipelined publishes on a loaded machine exceed.
+ */
+const publishTimeoutMs = 30000;
+
 async function produceAcked(nc, jsm, leader) {
   const js = nc.jetstream();
   const payload = payloadOf(a.size);
@@ -84,7 +91,7 @@ async function produceAcked(nc, jsm, leader) {
   for (let sent = 0; sent < a.messages; ) {
     const b = Math.min(a.batch, a.messages - sent);
     const acks = new Array(b);
-    for (let i = 0; i < b; i++) acks[i] = js.publish(a.dest, payload);
+    for (let i = 0; i < b; i++) acks[i] = js.publish(a.dest, payload, { timeout: publishTimeoutMs });
     sent += b;
     window.push({ upTo: sent, acks: Promise.all(acks) });
     while (window.length > 0 && sent - acked >= a.maxInFlight) {
