@@ -132,7 +132,9 @@ describe('pipelined PRODUCE_ACKs on one connection', () => {
     const produce = (i: number) => c.request(encodeProduceAckRequest({ acks: AckLevel.Flushed, partitions: [{ topic: 'mixed', partition: 0, messages: encodeMessageSet([Buffer.alloc(200, i)]) }] }));
     // Answered out of order, a produce would get the fetch's answer (WireClient matches by order).
     const [p0, p1, f, p2] = await Promise.all([produce(0), produce(1), c.request(encodeFetchRequest({ topic: 'mixed', partition: 0, offset: 0, maxBytes: 1 << 20 })), produce(2)]);
-    for (const [r, i] of [[p0, 0], [p1, 1], [p2, 2]] as const) expect(decodeProduceAckResponse(new Decoder(r.body))[0]).toMatchObject({ errorCode: ErrorCode.None, offset: i * 210 });
+    for (const [r, i] of [[p0, 0], [p1, 1], [p2, 2]] as const) {
+      expect(decodeProduceAckResponse(new Decoder(r.body))[0]).toMatchObject({ errorCode: ErrorCode.None, offset: i * 210 });
+    }
     // The fetch is handled once the answers before it are written: both messages are flushed, so visible.
     const fetched = decodeFetchResponse(f.code, new Decoder(f.body));
     expect([...iterateMessageSet(fetched.messages, 0)].map((m) => m.message.payload[0])).toEqual([0, 1]);
