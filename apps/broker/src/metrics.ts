@@ -137,7 +137,7 @@ export class BrokerMetrics {
     this.#registerRequestCounters();
     this.#logs = logs;
     this.registry.registerMetric(this.#requestDurations as unknown as Metric);
-    collectDefaultMetrics({ register: this.registry });
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: eventLoopSampleMs });
     const total = (name: string, help: string, read: (log: Log) => number): void => {
       new Gauge({
         name,
@@ -328,6 +328,14 @@ const partitionGauges: readonly (readonly [string, string, (log: Log) => number]
 function escapeLabel(value: string): string {
   return value.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`));
 }
+
+/**
+ * How often (ms) the event-loop delay behind `nodejs_eventloop_lag_*` is sampled: a timer that
+ * wakes the idle broker each time. prom-client's default of 10 ms is 100 wake-ups a second, about
+ * 45 ms of CPU per 10 s of an idle process on the benchmark machine (docs/benchmarks.md, latency);
+ * at 100 ms it is 8 ms, and a stall of 100 ms or more is still always seen.
+ */
+const eventLoopSampleMs = 100;
 
 /** Upper bounds (seconds) of the request duration buckets. */
 const durationBuckets = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
