@@ -32,6 +32,13 @@ import { RequestFrames } from './request-frames.js';
 import type { RequestMemory } from './request-memory.js';
 
 
+/**
+ * Most bytes of a run of response buffers copied into one buffer for a single write (a fetch
+ * answer's header and an inlined region): one write costs less than a corked writev of two, and
+ * copying this much costs less than the difference.
+ */
+const coalescedWriteMaxBytes = inlineRegionMaxBytes + 64;
+
 /** Releases the file regions of a response that will not be sent. */
 function releaseAll(parts: ResponsePart[] | undefined): void {
   for (const p of parts ?? []) if (!Buffer.isBuffer(p)) p.release();
@@ -208,28 +215,28 @@ export class Connection implements LimitedConnection {
   }
 
   /**
-   * Sends a response's parts in order. Buffers up to the next file region are written together
-   * (corked); before a region, the connection waits until those bytes have left Node's buffers,
-   * then sends the region with {@link sendRegion} (sendfile(2) or read-and-write, docs/design.md §3 read
-   * path), so region bytes never interleave with other writes. Waits for drain at the end when
-   * the socket's buffer is full. A region of at most {@link inlineRegionMaxBytes} is copied
-   * into the response instead (one read from the page cache, written with the header). Every
-   * region is released, sent or not. A failed region send leaves the response half-written, so
-   * the connection is closed.
+   * Sends a response's parts in order. Buffers up to the next file region are written together:
+   * as one write when they are small (a fetch answer of a small region: header and bytes), else
+   * corked. Before a region, the connection waits until those bytes have left Node's buffers,
+   * then sends the region with {@link sendRegion} (sendfile(2) or read-and-write, docs/design.md
+   * §3 read path), so region bytes never interleave with other writes; buffers after the last
+   * region are not waited for. Waits for drain at the end when the socket's buffer is full. A
+   * region of at most {@link inlineRegionMaxBytes} is copied into the response instead (one read
+   * from the page cache, shared with the fetch's check of its first message). Every region is
+   * released, sent or not. A failed region send leaves the response half-written, so the
+   * connection is closed.
    */
   private async write(given: ResponsePart[]): Promise<void> {
     try {
       const parts = given.map((p) => (Buffer.isBuffer(p) || p.length > inlineRegionMaxBytes ? p : inlineRegion(p)));
-      let i = 0;
-      while (i < parts.length) {
-        let written: Promise<void> | undefined;
-        this.socket.cork();
-        for (; i < parts.length && Buffer.isBuffer(parts[i]); i++) {
-          const b = parts[i] as Buffer;
-          written = new Promise<void>((resolve) => this.socket.write(b, () => resolve()));
+      for (let i = 0; i < parts.length; ) {
+        const from = i;
+        while (i < parts.length && Buffer.isBuffer(parts[i])) i++;
+        if (i === parts.length) {
+          this.writeBuffers(parts as Buffer[], from, i);
+          break;
         }
-        this.socket.uncork();
-        if (i === parts.length) break;
+        const written = i > from ? new Promise<void>((resolve) => this.writeBuffers(parts as Buffer[], from, i, resolve)) : undefined;
         const region = parts[i++] as FileRegion;
         if (this.socket.writableLength > 0) {
           // Anything still buffered (this response's header, or the tail of the previous
@@ -249,6 +256,27 @@ export class Connection implements LimitedConnection {
     } finally {
       for (const p of given) if (!Buffer.isBuffer(p)) p.release();
     }
+  }
+
+  /**
+   * Writes `parts[from, to)` (at least one): copied into one buffer when together they are at
+   * most {@link coalescedWriteMaxBytes}, else corked; `done` is called once all have been written.
+   */
+  private writeBuffers(parts: readonly Buffer[], from: number, to: number, done?: () => void): void {
+    const socket = this.socket;
+    if (to - from === 1) {
+      socket.write(parts[from]!, done);
+      return;
+    }
+    let bytes = 0;
+    for (let i = from; i < to; i++) bytes += parts[i]!.length;
+    if (bytes <= coalescedWriteMaxBytes) {
+      socket.write(Buffer.concat(parts.slice(from, to), bytes), done);
+      return;
+    }
+    socket.cork();
+    for (let i = from; i < to; i++) socket.write(parts[i]!, i === to - 1 ? done : undefined);
+    socket.uncork();
   }
 
   private drained(): Promise<void> {

@@ -34,10 +34,10 @@
  * The metrics of a leader and a follower of replicated partitions (docs/replication.md §15.3) are
  * in the same registry, kept by replication/replication-metrics.ts.
  *
- * The per-request counters (messages and bytes in and out, fetch responses, requests, request
- * durations) are plain numbers on the request path, copied into the exposition when the registry
- * is read: a labelled prom-client `inc` or `observe` costs about as much as checking a small
- * message set (an observe about 850 ns).
+ * The per-request and per-flush counters (messages and bytes in and out, fetch responses,
+ * requests, request durations, flushes and their durations) are plain numbers on the request and
+ * flush paths, copied into the exposition when the registry is read: a labelled prom-client `inc`
+ * or `observe` costs about as much as checking a small message set (an observe about 850 ns).
  *
  * Per-partition gauges are served only when asked for (`GET /metrics?partitions=true`), written
  * straight as text with each partition's label string made once: at 5,000 partitions they are
@@ -51,7 +51,7 @@ import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import { crcSupport } from '@klog/protocol';
 import { sendfileStats, type Log, type LogManager, type ReadPath } from '@klog/storage';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 
 /** What the broker counts per topic between scrapes (running totals). */
 interface TopicCounts {
@@ -68,20 +68,17 @@ export class BrokerMetrics {
   /** Counts by topic and by request type, on the request path; the counters below read them at each scrape. */
   readonly #topics = new Map<string, TopicCounts>();
   readonly #requestCounts = new Map<string, number>();
-  readonly #requestDurations = new DurationHistogram('klog_request_duration_seconds', 'Time from a request frame to its response being ready, by request type (requests with a response)');
+  readonly #requestDurations = new DurationHistogram('klog_request_duration_seconds', 'Time from a request frame to its response being ready, by request type (requests with a response)', durationBuckets, 'type');
   /** The logs, for the per-partition text. */
   readonly #logs: LogManager;
   /** `{topic="…",partition="…"}` of each log, made once. */
   readonly #labels = new WeakMap<Log, string>();
   readonly #errors = new Counter({ name: 'klog_errors_total', help: 'Error responses and rejected requests, by error code name', labelNames: ['code'], registers: [this.registry] });
-  readonly #longPolls = new Gauge({ name: 'klog_long_polls_waiting', help: 'Fetches waiting at the log end for data (long poll)', registers: [this.registry] });
-  readonly #flushes = new Counter({ name: 'klog_flushes_total', help: 'Log flushes, by result', labelNames: ['result'], registers: [this.registry] });
-  readonly #flushSeconds = new Histogram({
-    name: 'klog_flush_duration_seconds',
-    help: 'Duration of log flushes (fdatasync of the unflushed segments)',
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [this.registry],
-  });
+  /** Fetches waiting now, on the long-poll path; `klog_long_polls_waiting` reads it at each scrape. */
+  #longPollsWaiting = 0;
+  /** Flushes by result, on the flush path; `klog_flushes_total` reads them at each scrape. */
+  readonly #flushCounts = { ok: 0, error: 0 };
+  readonly #flushSeconds = new DurationHistogram('klog_flush_duration_seconds', 'Duration of log flushes (fdatasync of the unflushed segments)', flushBuckets);
 
   /**
    * Registers the counters read from `#topics` and `#requestCounts` when the registry is read
@@ -140,7 +137,7 @@ export class BrokerMetrics {
     this.#registerRequestCounters();
     this.#logs = logs;
     this.registry.registerMetric(this.#requestDurations as unknown as Metric);
-    collectDefaultMetrics({ register: this.registry });
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: eventLoopSampleMs });
     const total = (name: string, help: string, read: (log: Log) => number): void => {
       new Gauge({
         name,
@@ -171,9 +168,32 @@ export class BrokerMetrics {
         this.inc(sendfileStats().eagain);
       },
     });
+    const longPollsWaiting = (): number => this.#longPollsWaiting;
+    new Gauge({
+      name: 'klog_long_polls_waiting',
+      help: 'Fetches waiting at the log end for data (long poll)',
+      registers: [this.registry],
+      collect() {
+        this.set(longPollsWaiting());
+      },
+    });
+    const flushCounts = this.#flushCounts;
+    new Counter({
+      name: 'klog_flushes_total',
+      help: 'Log flushes, by result',
+      labelNames: ['result'],
+      registers: [this.registry],
+      collect(this: Counter) {
+        this.reset();
+        this.inc({ result: 'ok' }, flushCounts.ok);
+        if (flushCounts.error > 0) this.inc({ result: 'error' }, flushCounts.error);
+      },
+    });
+    this.registry.registerMetric(this.#flushSeconds as unknown as Metric);
     logs.onFlushDone((e) => {
-      this.#flushes.inc({ result: e.error === undefined ? 'ok' : 'error' });
-      this.#flushSeconds.observe(e.durationMs / 1000);
+      if (e.error === undefined) flushCounts.ok++;
+      else flushCounts.error++;
+      this.#flushSeconds.observe('', e.durationMs / 1000);
     });
   }
 
@@ -202,7 +222,7 @@ export class BrokerMetrics {
 
   /** Counts a long-poll fetch starting (+1) or ending (−1) its wait. */
   longPollWaiting(delta: 1 | -1): void {
-    this.#longPolls.inc(delta);
+    this.#longPollsWaiting += delta;
   }
 
   /** Counts one request of the given type name. */
@@ -309,30 +329,49 @@ function escapeLabel(value: string): string {
   return value.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`));
 }
 
+/**
+ * How often (ms) the event-loop delay behind `nodejs_eventloop_lag_*` is sampled: a timer that
+ * wakes the idle broker each time. prom-client's default of 10 ms is 100 wake-ups a second, about
+ * 45 ms of CPU per 10 s of an idle process on the benchmark machine (docs/benchmarks.md, latency);
+ * at 100 ms it is 8 ms, and a stall of 100 ms or more is still always seen.
+ */
+const eventLoopSampleMs = 100;
+
 /** Upper bounds (seconds) of the request duration buckets. */
 const durationBuckets = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Upper bounds (seconds) of the flush duration buckets. */
+const flushBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 /**
- * A histogram by one label (`type`) kept as plain numbers, registered as a prom-client metric:
+ * A histogram by at most one label kept as plain numbers, registered as a prom-client metric:
  * an observe is a bucket scan and three additions (prom-client's own observe hashes its labels
- * each time), the exposition is made when the registry is read.
+ * each time), the exposition is made when the registry is read. Used on the request and flush
+ * paths, which run once per request or flush.
  */
 class DurationHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
-  readonly #byType = new Map<string, { buckets: Float64Array; sum: number; count: number }>();
+  readonly #byLabel = new Map<string, { buckets: Float64Array; sum: number; count: number }>();
 
+  /**
+   * @param buckets upper bounds in seconds, ascending
+   * @param labelName the one label's name, or undefined for a histogram without labels
+   */
   constructor(
     readonly name: string,
     readonly help: string,
+    readonly buckets: readonly number[],
+    readonly labelName?: string,
   ) {}
 
-  observe(type: string, seconds: number): void {
-    let h = this.#byType.get(type);
-    if (h === undefined) this.#byType.set(type, (h = { buckets: new Float64Array(durationBuckets.length), sum: 0, count: 0 }));
+  /** Counts one duration of `seconds` under label value `label` ('' without a label). */
+  observe(label: string, seconds: number): void {
+    const bounds = this.buckets;
+    let h = this.#byLabel.get(label);
+    if (h === undefined) this.#byLabel.set(label, (h = { buckets: new Float64Array(bounds.length), sum: 0, count: 0 }));
     let i = 0;
-    while (i < durationBuckets.length && seconds > durationBuckets[i]!) i++;
-    if (i < durationBuckets.length) h.buckets[i]!++;
+    while (i < bounds.length && seconds > bounds[i]!) i++;
+    if (i < bounds.length) h.buckets[i]!++;
     h.sum += seconds;
     h.count++;
   }
@@ -340,21 +379,23 @@ class DurationHistogram {
   /** The values as prom-client's histograms give them (cumulative buckets, then sum and count). */
   async get(): Promise<{ name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: { value: number; labels: Record<string, string | number>; metricName: string }[] }> {
     const values: { value: number; labels: Record<string, string | number>; metricName: string }[] = [];
-    for (const [type, h] of this.#byType) {
+    const name = this.labelName;
+    for (const [label, h] of this.#byLabel) {
+      const labels: Record<string, string> = name === undefined ? {} : { [name]: label };
       let cumulative = 0;
-      durationBuckets.forEach((le, i) => {
+      this.buckets.forEach((le, i) => {
         cumulative += h.buckets[i]!;
-        values.push({ value: cumulative, labels: { le, type }, metricName: `${this.name}_bucket` });
+        values.push({ value: cumulative, labels: { le, ...labels }, metricName: `${this.name}_bucket` });
       });
-      values.push({ value: h.count, labels: { le: '+Inf', type }, metricName: `${this.name}_bucket` });
-      values.push({ value: h.sum, labels: { type }, metricName: `${this.name}_sum` });
-      values.push({ value: h.count, labels: { type }, metricName: `${this.name}_count` });
+      values.push({ value: h.count, labels: { le: '+Inf', ...labels }, metricName: `${this.name}_bucket` });
+      values.push({ value: h.sum, labels, metricName: `${this.name}_sum` });
+      values.push({ value: h.count, labels, metricName: `${this.name}_count` });
     }
     return { name: this.name, help: this.help, type: 'histogram', aggregator: 'sum', values };
   }
 
   reset(): void {
-    this.#byType.clear();
+    this.#byLabel.clear();
   }
 }
 

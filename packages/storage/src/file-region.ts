@@ -9,6 +9,8 @@ import type { Segment } from './segment.js';
 /** A pinned range `[position, position + length)` of a segment file. Release it exactly once when done. */
 export class FileRegion {
   #segment: Segment | undefined;
+  /** Every byte of the region, once a read covered all of it: later reads are served from it. */
+  #whole: Buffer | undefined;
 
   /**
    * @param segment the segment holding the bytes, already pinned by the caller (undefined for an empty region)
@@ -52,17 +54,24 @@ export class FileRegion {
   }
 
   /**
-   * Copies `length` bytes starting `from` bytes into the region (clamped to the region) into a
-   * new buffer; used to check the first message of a fetch without reading the rest.
+   * The `length` bytes starting `from` bytes into the region (clamped to the region); used to
+   * check the first message of a fetch without reading the rest, and to copy a small region
+   * into its response. A read that covers the whole region is kept until `release()`, and later
+   * reads are views of it, so a fetch of a small region reads the file once for both. The buffer
+   * may be shared with other reads of the same region: treat it as read-only.
    * @throws Error after `release()` when the region is not empty
    */
   read(from: number, length: number): Buffer {
     const start = Math.min(Math.max(0, from), this.length);
     const n = Math.min(Math.max(0, length), this.length - start);
     if (n === 0) return Buffer.alloc(0);
+    const whole = this.#whole;
+    if (whole !== undefined) return whole.subarray(start, start + n);
     const segment = this.#segment;
     if (segment === undefined) throw new Error('file region read after release');
-    return segment.read(this.position + start, n);
+    const bytes = segment.read(this.position + start, n);
+    if (start === 0 && bytes.length === this.length) this.#whole = bytes;
+    return bytes;
   }
 
   /** Unpins the segment (a pending close or retention delete may then close the fd). Idempotent. */
@@ -70,6 +79,7 @@ export class FileRegion {
     const segment = this.#segment;
     if (segment === undefined) return;
     this.#segment = undefined;
+    this.#whole = undefined;
     segment.unpin();
   }
 }

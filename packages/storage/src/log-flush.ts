@@ -183,7 +183,7 @@ export class LogFlushState {
     const unsynced = view.filter((s) => s.syncedBytes < s.size);
     this.#flushing = true;
     try {
-      await Promise.all(unsynced.map((s) => s.sync()));
+      await (unsynced.length === 1 ? unsynced[0]!.sync() : Promise.all(unsynced.map((s) => s.sync())));
     } catch (err) {
       this.#flushing = false;
       if (!this.isClosed()) this.#armFlushTimer();

@@ -329,10 +329,12 @@ export class Segment {
     const covered = this.size;
     const fd = this.fd;
     const dirUnsynced = this.#dirUnsynced;
-    const p = (async () => {
-      if (dirUnsynced) await syncDir(path.dirname(this.file));
-      await fdatasyncFile(fd);
-    })();
+    const p = dirUnsynced
+      ? (async () => {
+          await syncDir(path.dirname(this.file));
+          await fdatasyncFile(fd);
+        })()
+      : fdatasyncFile(fd);
     this.#syncs.add(p);
     try {
       await p;

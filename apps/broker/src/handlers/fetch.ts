@@ -20,7 +20,7 @@ import {
   type ErrorCodeValue,
   type FetchRequest,
 } from '@klog/protocol';
-import { FileRegion, LogOffsetOutOfRangeError, type Log } from '@klog/storage';
+import { FileRegion, LogOffsetOutOfRangeError, inlineRegionMaxBytes, type Log } from '@klog/storage';
 import type { BrokerContext, ResponsePart } from './context.js';
 import { errorCodeOf } from './produce.js';
 import { longPoll, type Unsubscribe } from '../long-poll.js';
@@ -30,7 +30,12 @@ export type FetchAnswer =
   | { readonly errorCode: typeof ErrorCode.None; readonly region: FileRegion }
   | { readonly errorCode: ErrorCodeValue; readonly region?: undefined; readonly earliest?: number; readonly end?: number };
 
-/** How many bytes of a fetch are read first to check its first message; more only for a larger first message. */
+/**
+ * How many bytes of a region larger than {@link inlineRegionMaxBytes} are read first to check
+ * its first message; more only for a larger first message. A region the connection copies into
+ * its response (at most {@link inlineRegionMaxBytes}) is read whole here, and the connection
+ * sends those same bytes ({@link FileRegion.read} keeps them): one read of the file per fetch.
+ */
 const firstReadBytes = 4096;
 
 /**
@@ -93,13 +98,14 @@ function readLog(ctx: BrokerContext, f: FetchRequest, log: Log, upTo: number): F
  * Checks that the region (read from a message boundary, or not) begins with a valid message, or
  * with the head of a message too large for `maxBytes`. Segments hold whole messages, so a
  * partial first message in a region shorter than `maxBytes` means the offset was not a
- * boundary. Reads only the first message (its first 4 KiB, then the rest of it if larger).
+ * boundary. Reads a small region whole, of a larger one only the first message (its first 4 KiB,
+ * then the rest of it if larger).
  * @returns undefined when it does; InvalidMessage for a whole message whose CRC is wrong (damage
  *   on disk: never served); InvalidMessageOffset for anything else (not a message boundary)
  */
 function firstMessageError(region: FileRegion, maxBytes: number): ErrorCodeValue | undefined {
   if (region.length === 0) return undefined;
-  let head = region.read(0, firstReadBytes);
+  let head = region.read(0, region.length <= inlineRegionMaxBytes ? region.length : firstReadBytes);
   let check = checkMessageAt(head, 0);
   if (check.status === 'partial' && check.size !== undefined && head.length < region.length && check.size > head.length) {
     head = region.read(0, check.size);
