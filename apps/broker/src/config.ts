@@ -101,6 +101,8 @@ export interface BrokerConfig {
   replicaLagTimeMaxMs: number;
   /** `maxBytes` per partition of a follower's REPLICA_FETCH, in bytes (`replica.fetch.max.bytes`); default 1 MiB. */
   replicaFetchMaxBytes: number;
+  /** How often each replica's high watermark is checkpointed, ms (`replica.high.watermark.checkpoint.interval.ms`, docs/replication.md §8.1); default 5000. */
+  replicaHighWatermarkCheckpointIntervalMs: number;
   /** `maxWaitMs` of a follower's REPLICA_FETCH (`replica.fetch.wait.max.ms`); default 500. */
   replicaFetchWaitMaxMs: number;
   /** A follower's wait in ms after a failed replica fetch (`replica.fetch.backoff.ms`); default 1000. */
@@ -172,6 +174,7 @@ export const defaultBrokerConfig: Omit<BrokerConfig, 'logDir'> = {
   controllerBatchDelayMs: 0,
   replicaLagTimeMaxMs: 10_000,
   replicaFetchMaxBytes: 1024 * 1024,
+  replicaHighWatermarkCheckpointIntervalMs: 5000,
   replicaFetchWaitMaxMs: 500,
   replicaFetchBackoffMs: 1000,
   minInsyncReplicas: 1,
@@ -234,6 +237,7 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
   'controller.batch.delay.ms': 'controllerBatchDelayMs',
   'replica.lag.time.max.ms': 'replicaLagTimeMaxMs',
   'replica.fetch.max.bytes': 'replicaFetchMaxBytes',
+  'replica.high.watermark.checkpoint.interval.ms': 'replicaHighWatermarkCheckpointIntervalMs',
   'replica.fetch.wait.max.ms': 'replicaFetchWaitMaxMs',
   'replica.fetch.backoff.ms': 'replicaFetchBackoffMs',
   'min.insync.replicas': 'minInsyncReplicas',
@@ -268,6 +272,7 @@ const minimums: Record<NumericKey, number> = {
   controllerBatchDelayMs: 0,
   replicaLagTimeMaxMs: 1,
   replicaFetchMaxBytes: 1,
+  replicaHighWatermarkCheckpointIntervalMs: 10,
   replicaFetchWaitMaxMs: 0,
   replicaFetchBackoffMs: 0,
   minInsyncReplicas: 1,

@@ -129,6 +129,11 @@ const program = new Command('klog-broker')
     `a follower not caught up for longer leaves the ISR (replica.lag.time.max.ms, default ${d.replicaLagTimeMaxMs})`,
     int('replicaLagTimeMaxMs', '--replica-lag-time-max-ms'),
   )
+  .option(
+    '--replica-high-watermark-checkpoint-interval-ms <ms>',
+    `how often each replica's high watermark is checkpointed (replica.high.watermark.checkpoint.interval.ms, default ${d.replicaHighWatermarkCheckpointIntervalMs})`,
+    int('replicaHighWatermarkCheckpointIntervalMs', '--replica-high-watermark-checkpoint-interval-ms'),
+  )
   .option('--replica-fetch-max-bytes <bytes>', `bytes per partition of a follower's fetch (replica.fetch.max.bytes, default ${d.replicaFetchMaxBytes})`, int('replicaFetchMaxBytes', '--replica-fetch-max-bytes'))
   .option('--replica-fetch-wait-max-ms <ms>', `long poll of a follower's fetch (replica.fetch.wait.max.ms, default ${d.replicaFetchWaitMaxMs})`, int('replicaFetchWaitMaxMs', '--replica-fetch-wait-max-ms'))
   .option('--replica-fetch-backoff-ms <ms>', `a follower's wait after a failed fetch (replica.fetch.backoff.ms, default ${d.replicaFetchBackoffMs})`, int('replicaFetchBackoffMs', '--replica-fetch-backoff-ms'))
@@ -171,6 +176,7 @@ async function main(): Promise<void> {
     ['controllerRequestTimeoutMs', 'controllerRequestTimeoutMs'], ['controllerBatchDelayMs', 'controllerBatchDelayMs'],
     ['replicaLagTimeMaxMs', 'replicaLagTimeMaxMs'], ['replicaFetchMaxBytes', 'replicaFetchMaxBytes'], ['replicaFetchWaitMaxMs', 'replicaFetchWaitMaxMs'],
     ['replicaFetchBackoffMs', 'replicaFetchBackoffMs'], ['minInsyncReplicas', 'minInsyncReplicas'], ['replicaFetchStartDelayMs', 'replicaFetchStartDelayMs'],
+    ['replicaHighWatermarkCheckpointIntervalMs', 'replicaHighWatermarkCheckpointIntervalMs'],
   ];
   for (const [flag, key] of flags) if (o[flag] !== undefined) (settings as Record<string, unknown>)[key] = o[flag];
   if (o.retentionHours !== undefined) settings.retentionMs = Number(o.retentionHours) * 3600 * 1000;

@@ -164,6 +164,30 @@ describe('LeaderState: ISR expand (docs/replication.md §9.4)', () => {
     expect(s.proposeIsrChange(1003)?.added).toEqual([2]);
   });
 
+  it('a follower that stopped fetching is not added back on its last positions once removed (no shrink-expand loop)', () => {
+    // An idle partition: the high watermark stays at the follower's last flushed end.
+    const s = state({ replicas: [1, 2], isr: [1, 2] });
+    s.recordFetch(2, 0, 0, 0, 0, 1001);
+    const shrink = s.proposeIsrChange(1001 + lag + 1)!;
+    expect(shrink.removed).toEqual([2]);
+    s.beginIsrChange(shrink.isr);
+    s.finishIsrChange(shrink.isr);
+    expect(s.proposeIsrChange(1001 + lag + 2)).toBeUndefined();
+    expect(s.proposeIsrChange(1001 + 10 * lag)).toBeUndefined();
+    s.recordFetch(2, 0, 0, 0, 0, 1001 + 10 * lag); // it fetches again, caught up
+    expect(s.proposeIsrChange(1001 + 10 * lag + 1)?.added).toEqual([2]);
+  });
+
+  it('a follower not caught up within replica.lag.time.max.ms is not added, however far it got', () => {
+    const s = state({ replicas: [1, 2], isr: [1], leaderFlushedEnd: 300 });
+    s.recordFetch(2, 0, 0, 300, 300, 1001); // answered with the log end 300
+    s.recordFetch(2, 300, 300, 600, 300, 1000 + lag + 500); // flushed all the first answer gave: caught up as of 1001
+    expect(s.highWatermark).toBe(300);
+    expect(s.proposeIsrChange(1000 + lag + 501)).toBeUndefined();
+    s.recordFetch(2, 600, 600, 600, 600, 1000 + lag + 600);
+    expect(s.proposeIsrChange(1000 + lag + 601)?.added).toEqual([2]);
+  });
+
   it('a follower that never fetched in this epoch is not added', () => {
     const s = state({ isr: [1] });
     expect(s.proposeIsrChange(1001)).toBeUndefined();

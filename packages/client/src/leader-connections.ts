@@ -11,7 +11,7 @@ import { type Logger, silentLogger } from '@klog/logger';
 import { ErrorCode } from '@klog/protocol';
 import { Connection } from './connection.js';
 import { KlogBrokerError } from './errors.js';
-import { type LeaderRetryOptions, withLeaderRetry } from './leader-retry.js';
+import { type LeaderRetryOptions, RetryTally, withLeaderRetry } from './leader-retry.js';
 import { MetadataLeaderView } from './leader-view.js';
 
 /** The connection settings the leader connections copy from the client's own. */
@@ -32,7 +32,7 @@ export class LeaderConnections {
   private readonly logger: Logger;
   /** The leader each partition's last request went to, for the warn line of a change. */
   private readonly lastLeader = new Map<string, number>();
-  private retriesSoFar = 0;
+  private readonly tally = new RetryTally();
 
   constructor(
     private readonly own: Connection,
@@ -42,9 +42,14 @@ export class LeaderConnections {
     this.view = new MetadataLeaderView(() => [this.own, ...this.leaders.values()], this.logger);
   }
 
-  /** Retries across leader changes so far. */
+  /** Retries so far (docs/replication.md §13.2). */
   get retries(): number {
-    return this.retriesSoFar;
+    return this.tally.total;
+  }
+
+  /** Retries so far by the code they followed (−1: a lost connection). */
+  get retriesByCode(): ReadonlyMap<number, number> {
+    return this.tally.byCode;
   }
 
   /**
@@ -85,7 +90,7 @@ export class LeaderConnections {
         leader: () => tried,
         refresh: () => this.view.refresh(topic),
         onRetry: (e) => {
-          this.retriesSoFar++;
+          this.tally.record(e.code);
           this.logger.debug({ ...e }, 'request failed on a leader change; retrying');
         },
       },

@@ -8,7 +8,10 @@
  * ({@link KlogConnectionError}). Back-off: exponential from 100 ms to 1,000 ms, each delay drawn
  * in its last 20 % (jitter 0.2), for at most `retryTimeoutMs` (default 30,000) and `maxRetries`
  * (default 30); then the last error reaches the application, naming the topic, the partition,
- * the last leader tried and the last code.
+ * the last leader tried and the last code. `NotEnoughReplicas` and `NotEnoughReplicasAfterAppend`
+ * (the leader is there and answers; its ISR is below `min.insync.replicas`) are retried for at
+ * most `notEnoughReplicasTimeoutMs` (default 10,000) from the first of an unbroken run of them.
+ * Retries are counted by the code they followed ({@link RetryTally}).
  */
 import { ErrorCode, errorCodeName } from '@klog/protocol';
 import { type BackoffOptions, retry } from '@klog/retry';
@@ -23,6 +26,14 @@ export const leaderChangeCodes: ReadonlySet<number> = new Set<number>([
   ErrorCode.UnknownLeaderEpoch,
 ]);
 
+/** The codes of a leader whose ISR is below `min.insync.replicas` (docs/replication.md §11): retried within `notEnoughReplicasTimeoutMs`. */
+export const shortIsrCodes: ReadonlySet<number> = new Set<number>([ErrorCode.NotEnoughReplicas, ErrorCode.NotEnoughReplicasAfterAppend]);
+
+/** True for a refusal with a code of {@link shortIsrCodes}. */
+export function isShortIsr(error: unknown): boolean {
+  return error instanceof KlogBrokerError && shortIsrCodes.has(error.code);
+}
+
 /** True for a failure a leader refresh and a retry may cure: a code of {@link leaderChangeCodes}, or a lost connection. */
 export function isLeaderChange(error: unknown): boolean {
   if (error instanceof KlogConnectionError) return true;
@@ -33,6 +44,13 @@ export function isLeaderChange(error: unknown): boolean {
 export const defaultRetryTimeoutMs = 30_000;
 /** Default most retries of one request across leader changes. */
 export const defaultMaxRetries = 30;
+/**
+ * Default most ms a client retries one request while its leader answers `NotEnoughReplicas`
+ * (docs/replication.md §13.2): `replica.lag.time.max.ms`'s default. A live follower rejoins the
+ * ISR as soon as it has caught up (§9.4); one not back by then is down or stuck, which a retry
+ * does not cure.
+ */
+export const defaultNotEnoughReplicasTimeoutMs = 10_000;
 /** The back-off between those retries: 100 ms doubling to 1,000 ms, jitter 0.2. */
 export const leaderRetryBackoff: BackoffOptions = { initialMs: 100, maxMs: 1000, factor: 2, jitter: 0.2 };
 
@@ -42,6 +60,12 @@ export interface LeaderRetryOptions {
   readonly retryTimeoutMs?: number;
   /** Most retries of one request. Default 30. */
   readonly maxRetries?: number;
+  /**
+   * Most ms to go on retrying one request while it is refused with `NotEnoughReplicas` or
+   * `NotEnoughReplicasAfterAppend`, from the first of an unbroken run of them (never beyond
+   * `retryTimeoutMs`). Default 10,000.
+   */
+  readonly notEnoughReplicasTimeoutMs?: number;
 }
 
 /** Checks {@link LeaderRetryOptions}. @throws RangeError for a negative or non-integer bound */
@@ -52,6 +76,82 @@ export function checkLeaderRetryOptions(o: LeaderRetryOptions): void {
   if (o.maxRetries !== undefined && !(Number.isInteger(o.maxRetries) && o.maxRetries >= 0)) {
     throw new RangeError(`maxRetries ${o.maxRetries} must be an integer ≥ 0`);
   }
+  if (o.notEnoughReplicasTimeoutMs !== undefined && !(Number.isFinite(o.notEnoughReplicasTimeoutMs) && o.notEnoughReplicasTimeoutMs >= 0)) {
+    throw new RangeError(`notEnoughReplicasTimeoutMs ${o.notEnoughReplicasTimeoutMs} must be ≥ 0`);
+  }
+}
+
+/** The {@link LeaderRetryOptions} of `o` (a client's options), without the fields left undefined. */
+export function leaderRetryOptionsOf(o: LeaderRetryOptions): LeaderRetryOptions {
+  return {
+    ...(o.retryTimeoutMs !== undefined ? { retryTimeoutMs: o.retryTimeoutMs } : {}),
+    ...(o.maxRetries !== undefined ? { maxRetries: o.maxRetries } : {}),
+    ...(o.notEnoughReplicasTimeoutMs !== undefined ? { notEnoughReplicasTimeoutMs: o.notEnoughReplicasTimeoutMs } : {}),
+  };
+}
+
+/**
+ * How long the failures of one request have been `NotEnoughReplicas` in a row (docs/replication.md
+ * §13.2): {@link exhausted} says when to stop retrying them.
+ */
+export class ShortIsrWindow {
+  #since = -1;
+  constructor(
+    /** `notEnoughReplicasTimeoutMs`. */
+    readonly timeoutMs: number = defaultNotEnoughReplicasTimeoutMs,
+  ) {}
+
+  /**
+   * Takes a failure at `nowMs` (ms) into account.
+   * @returns true when it is ISR-short and the unbroken run of ISR-short failures it ends began `timeoutMs` or more ago
+   */
+  exhausted(error: unknown, nowMs: number): boolean {
+    if (!isShortIsr(error)) {
+      this.#since = -1;
+      return false;
+    }
+    if (this.#since < 0) this.#since = nowMs;
+    return nowMs - this.#since >= this.timeoutMs;
+  }
+
+  /** A request went through: the run is over. */
+  reset(): void {
+    this.#since = -1;
+  }
+}
+
+/** The retries of a client, counted by the wire code they followed (−1: a lost connection), for its summary (docs/replication.md §13.2). */
+export class RetryTally {
+  readonly #byCode = new Map<number, number>();
+  #total = 0;
+
+  /** Counts one retry after a failure with `code`. */
+  record(code: number): void {
+    this.#byCode.set(code, (this.#byCode.get(code) ?? 0) + 1);
+    this.#total++;
+  }
+
+  /** Retries so far. */
+  get total(): number {
+    return this.#total;
+  }
+
+  /** Retries so far by code (−1: a lost connection). */
+  get byCode(): ReadonlyMap<number, number> {
+    return this.#byCode;
+  }
+}
+
+/**
+ * `byCode` as a summary says it: `3 retries (2 NotLeaderForPartition, 1 connection lost)`, the
+ * most frequent code first; '' when there were none.
+ */
+export function describeRetries(byCode: ReadonlyMap<number, number>): string {
+  const entries = [...byCode].filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+  const total = entries.reduce((sum, [, n]) => sum + n, 0);
+  if (total === 0) return '';
+  const parts = entries.map(([code, n]) => `${n} ${code < 0 ? 'connection lost' : errorCodeName(code)}`);
+  return `${total} retr${total === 1 ? 'y' : 'ies'} (${parts.join(', ')})`;
 }
 
 /** One retry ridden through, as a client reports it (one warn line per leader change, docs/replication.md §13.2). */
@@ -84,7 +184,7 @@ export class LeaderRetriesExhaustedError extends KlogError {
     cause: unknown,
   ) {
     super(
-      `topic ${topic} partition ${partition}: gave up after ${retries} retr${retries === 1 ? 'y' : 'ies'} across leader changes ` +
+      `topic ${topic} partition ${partition}: gave up after ${retries} retr${retries === 1 ? 'y' : 'ies'} ` +
         `(last leader ${leader < 0 ? 'none' : leader}, last error ${code < 0 ? 'connection lost' : errorCodeName(code)}): ${(cause as Error).message}`,
       { cause },
     );
@@ -114,6 +214,7 @@ export async function withLeaderRetry<T>(
   },
 ): Promise<T> {
   let retries = 0;
+  const shortIsr = new ShortIsrWindow(options.notEnoughReplicasTimeoutMs);
   try {
     return await retry(
       async (n) => {
@@ -124,7 +225,7 @@ export async function withLeaderRetry<T>(
         ...leaderRetryBackoff,
         retries: options.maxRetries ?? defaultMaxRetries,
         deadlineMs: options.retryTimeoutMs ?? defaultRetryTimeoutMs,
-        retriable: isLeaderChange,
+        retriable: (error) => isLeaderChange(error) && !shortIsr.exhausted(error, Date.now()),
         ...(options.signal ? { signal: options.signal } : {}),
         onRetry: ({ error, attempt: n, delayMs }) => {
           retries = n + 1;

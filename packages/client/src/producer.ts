@@ -18,6 +18,7 @@
 import { silentLogger } from '@klog/logger';
 import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic } from '@klog/protocol';
 import { KlogBrokerError, KlogError } from './errors.js';
+import { leaderRetryOptionsOf } from './leader-retry.js';
 import { MetadataLeaderView } from './leader-view.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
@@ -114,17 +115,19 @@ export class Producer {
         return a && this.pool.broker(a.host, a.port);
       },
       meta: (topic, partition) => ({ topic, partition }),
-      retry: {
-        ...(options.retryTimeoutMs !== undefined ? { retryTimeoutMs: options.retryTimeoutMs } : {}),
-        ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
-      },
+      retry: leaderRetryOptionsOf(options),
       logger: options.logger ?? silentLogger,
     });
   }
 
-  /** Retries across leader changes of replicated topics so far (docs/replication.md §13.2). */
+  /** Retries of requests to replicated topics so far, every code together (docs/replication.md §13.2). */
   get leaderRetries(): number {
     return this.router.retries;
+  }
+
+  /** {@link leaderRetries} by the code each followed (−1: a lost connection); `describeRetries` words it. */
+  get retriesByCode(): ReadonlyMap<number, number> {
+    return this.router.retriesByCode;
   }
 
   /**

@@ -170,9 +170,14 @@ export class SimpleConsumer {
     this.leaders = new LeaderConnections(this.connection, { ...options, maxResponseBytes: this.maxFetchBytes + 64 });
   }
 
-  /** Retries across leader changes of replicated topics so far (docs/replication.md §13.2). */
+  /** Retries of requests to replicated topics so far, every code together (docs/replication.md §13.2). */
   get leaderRetries(): number {
     return this.leaders.retries;
+  }
+
+  /** {@link leaderRetries} by the code each followed (−1: a lost connection); `describeRetries` words it. */
+  get retriesByCode(): ReadonlyMap<number, number> {
+    return this.leaders.retriesByCode;
   }
 
   /**

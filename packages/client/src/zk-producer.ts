@@ -33,6 +33,7 @@ import { type Logger, silentLogger } from '@klog/logger';
 import { type BrokerInfo, ZkClient } from '@klog/zk-registry';
 import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsView } from './broker-partition-info.js';
 import { KlogBrokerError, KlogError } from './errors.js';
+import { leaderRetryOptionsOf, type LeaderRetryOptions } from './leader-retry.js';
 import { ZkLeaderView, type ReplicatedTopicLeaders } from './leader-view.js';
 import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
@@ -118,7 +119,7 @@ export class ZkProducer {
   private readonly zkSessionTimeoutMs: number | undefined;
   private readonly zkConnectTimeoutMs: number | undefined;
   private readonly topicCreateTimeoutMs: number;
-  private readonly retry: { readonly retryTimeoutMs?: number; readonly maxRetries?: number };
+  private readonly retry: LeaderRetryOptions;
 
   /** The ZooKeeper session and the watches on it, opened on first use. */
   private started: Promise<{ zk: ZkClient; info: BrokerPartitionInfo; leaders: ZkLeaderView }> | undefined;
@@ -141,10 +142,7 @@ export class ZkProducer {
     this.zkSessionTimeoutMs = options.zkSessionTimeoutMs;
     this.zkConnectTimeoutMs = options.zkConnectTimeoutMs;
     this.topicCreateTimeoutMs = options.topicCreateTimeoutMs ?? defaultTopicCreateTimeoutMs;
-    this.retry = {
-      ...(options.retryTimeoutMs !== undefined ? { retryTimeoutMs: options.retryTimeoutMs } : {}),
-      ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
-    };
+    this.retry = leaderRetryOptionsOf(options);
   }
 
   /** The live brokers as this producer sees them (`/brokers/ids`), by ascending id. */
@@ -212,9 +210,14 @@ export class ZkProducer {
     );
   }
 
-  /** Retries across leader changes of replicated topics so far (docs/replication.md §13.2). */
+  /** Retries of requests to replicated topics so far, every code together (docs/replication.md §13.2). */
   get leaderRetries(): number {
     return this.router?.retries ?? 0;
+  }
+
+  /** {@link leaderRetries} by the code each followed (−1: a lost connection); `describeRetries` words it. */
+  get retriesByCode(): ReadonlyMap<number, number> {
+    return this.router?.retriesByCode ?? new Map<number, number>();
   }
 
   /** A replicated topic: partitions 0..N-1, each to its leader, following leader changes. */

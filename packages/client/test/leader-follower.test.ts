@@ -98,6 +98,25 @@ describe('PartitionLeaderFollower', () => {
     expect(h.retries()).toBe(0);
   });
 
+  it('gives up on NotEnoughReplicas once notEnoughReplicasTimeoutMs has passed, however many retries are left', async () => {
+    const short = (): Error => new KlogBrokerError(ErrorCode.NotEnoughReplicas, { topic: 't', partition: 0 });
+    const h = host(() => short(), [1]);
+    const codes: number[] = [];
+    h.retried = (code) => codes.push(code);
+    const f = new PartitionLeaderFollower<Meta>('t', 0, h, { maxRetries: 1000, retryTimeoutMs: 60_000, notEnoughReplicasTimeoutMs: 400 });
+    const started = Date.now();
+    const p = f.send([buf('x')], [{}]);
+    let r: unknown;
+    void p.then(([x]) => (r = x));
+    await until(() => r !== undefined, h);
+    expect(r).toBeInstanceOf(LeaderRetriesExhaustedError);
+    expect((r as LeaderRetriesExhaustedError).code).toBe(ErrorCode.NotEnoughReplicas);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+    expect(codes.length).toBeGreaterThan(0);
+    expect(codes.length).toBeLessThan(10); // 100, 200, 400 ms of back-off, not 1000 retries
+    expect(new Set(codes)).toEqual(new Set([ErrorCode.NotEnoughReplicas]));
+  });
+
   it('gives up after maxRetries, naming the partition, the last leader and the code', async () => {
     const h = host(() => notLeader(), [1, 1, 1, 1, 1, 1]);
     const f = new PartitionLeaderFollower<Meta>('t', 0, h, { maxRetries: 2 });

@@ -19,6 +19,7 @@ export * from './log-dir-lock.js';
 export * from './flusher.js';
 export * from './sync-check.js';
 export * from './leader-epoch-checkpoint.js';
+export * from './high-watermark-checkpoint.js';
 export * from './replica-log.js';
 export * from './replica-metadata.js';
 export { deletingReplicaSuffix, type ReplicaDirInfo, staleReplicaSuffix } from './replica-dirs.js';

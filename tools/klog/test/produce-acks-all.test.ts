@@ -56,7 +56,7 @@ describe('--acks all', () => {
     expect(r.code, r.stderr).toBe(0);
     const stderr = r.stderr.trimEnd().split('\n');
     expect(stderr.filter((l) => l.includes('leader 1 → 2'))).toHaveLength(1);
-    expect(stderr.at(-1)).toMatch(/50 acknowledged, 0 failed, \d+ retr(y|ies) across leader changes$/);
+    expect(stderr.at(-1)).toMatch(/50 acknowledged, 0 failed, (\d+) retr(y|ies) \(\1 NotLeaderForPartition\)$/);
     expect(await storedPayloads(real.host, real.port, 'events')).toEqual(lines);
   });
 

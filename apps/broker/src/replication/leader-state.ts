@@ -150,8 +150,10 @@ export class LeaderState {
    * write is pending (the caller asks again once it is done).
    * - shrink: an ISR follower not caught up for more than `replica.lag.time.max.ms`, or one
    *   whose last fetch reported a flushed end below the high watermark;
-   * - expand: a follower outside the ISR whose flushed end is ≥ the high watermark and whose
-   *   fetched end is ≥ the start of the leader's epoch.
+   * - expand: a follower outside the ISR whose flushed end is ≥ the high watermark, whose
+   *   fetched end is ≥ the start of the leader's epoch, and that was caught up within
+   *   `replica.lag.time.max.ms` (the shrink's own test): a follower that stopped fetching is
+   *   never added back on the positions of its last fetch, to be removed again at once.
    */
   proposeIsrChange(nowMs: number): IsrProposal | undefined {
     if (this.#pendingIsr !== undefined) return undefined;
@@ -159,14 +161,20 @@ export class LeaderState {
     const added: number[] = [];
     const removed: number[] = [];
     for (const [id, f] of this.#followers) {
+      const lagging = nowMs - f.lastCaughtUpMs > this.replicaLagTimeMaxMs;
       if (next.has(id)) {
-        const lagging = nowMs - f.lastCaughtUpMs > this.replicaLagTimeMaxMs;
         const lost = f.flushedEnd !== undefined && f.flushedEnd < this.#highWatermark;
         if (lagging || lost) {
           next.delete(id);
           removed.push(id);
         }
-      } else if (f.flushedEnd !== undefined && f.fetchedEnd !== undefined && f.flushedEnd >= this.#highWatermark && f.fetchedEnd >= this.epochStartOffset) {
+      } else if (
+        !lagging &&
+        f.flushedEnd !== undefined &&
+        f.fetchedEnd !== undefined &&
+        f.flushedEnd >= this.#highWatermark &&
+        f.fetchedEnd >= this.epochStartOffset
+      ) {
         next.add(id);
         added.push(id);
       }

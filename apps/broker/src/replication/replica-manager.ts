@@ -3,8 +3,8 @@
  * entry points of the controller's LEADER_AND_ISR and STOP_REPLICA (§6.1, §6.2), whether they
  * come over a socket (handlers/leader-and-isr.ts, handlers/stop-replica.ts) or from the
  * controller running in this broker, the fetchers of the partitions it follows (§9.2), the
- * periodic ISR check of the partitions it leads (§9.4), and the fencing of every leadership
- * when the broker's ZooKeeper session expires.
+ * periodic ISR check of the partitions it leads (§9.4), the high-watermark checkpoints of its
+ * replicas (§8.1), and the fencing of every leadership when the broker's ZooKeeper session expires.
  */
 import {
   ErrorCode,
@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config.js';
 import { errorCodeOf } from '../handlers/produce.js';
 import { FetcherManager } from './fetcher.js';
+import { HighWatermarkCheckpoints } from './hw-checkpoints.js';
 import type { ReplicaLog } from '@klog/storage';
 import { Partition, type IsrWriter } from './partition.js';
 import type { ReplicationMetrics } from './replication-metrics.js';
@@ -64,12 +65,18 @@ export class ReplicaManager {
   #controllerEpoch = -1;
   readonly #fetchers: FetcherManager;
   readonly #isrTimer: NodeJS.Timeout;
+  readonly #hwCheckpoints: HighWatermarkCheckpoints;
+  readonly #hwTimer: NodeJS.Timeout;
   #closed = false;
 
   constructor(private readonly o: ReplicaManagerOptions) {
     this.#fetchers = new FetcherManager({ config: o.config, logger: o.logger, metrics: o.metrics });
     this.#isrTimer = setInterval(() => this.#checkIsrs(), Math.max(10, Math.floor(o.config.replicaLagTimeMaxMs / 2)));
     this.#isrTimer.unref();
+    this.#hwCheckpoints = new HighWatermarkCheckpoints(o.logger);
+    const hwIntervalMs = Math.max(10, o.config.replicaHighWatermarkCheckpointIntervalMs);
+    this.#hwTimer = setInterval(() => void this.#hwCheckpoints.writeAll(this.#partitions.values()), hwIntervalMs);
+    this.#hwTimer.unref();
     o.metrics.setSource({ leaderCounts: () => this.#leaderCounts(), followerLags: () => this.#followerLags() });
   }
 
@@ -191,6 +198,7 @@ export class ReplicaManager {
     }
     if (found !== 'missing') {
       p.attach(found);
+      await this.#hwCheckpoints.load(p);
       return undefined;
     }
     const me = this.o.config.brokerId;
@@ -280,12 +288,17 @@ export class ReplicaManager {
     return { led, underReplicated, underMinIsr };
   }
 
-  /** Stops every fetcher and the ISR timer; waiting produces get NotLeaderForPartition. The logs are closed by the log manager. */
+  /**
+   * Stops every fetcher and the timers, writes every high-watermark checkpoint that moved (§8.1);
+   * waiting produces get NotLeaderForPartition. The logs are closed by the log manager.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#isrTimer);
+    clearInterval(this.#hwTimer);
     await this.#fetchers.close();
+    await this.#hwCheckpoints.writeAll(this.#partitions.values());
     for (const p of this.#partitions.values()) p.becomeNone();
   }
 }

@@ -11,7 +11,8 @@
  * leader appended it and lost leadership before answering): at-least-once, as in the paper.
  *
  * Retries stop after `maxRetries` rounds or `retryTimeoutMs` from the first failure of a round of
- * failures; then the failed records reject with {@link LeaderRetriesExhaustedError}. With acks 0
+ * failures, or once the leader has refused with `NotEnoughReplicas` for `notEnoughReplicasTimeoutMs`
+ * in a row; then the failed records reject with {@link LeaderRetriesExhaustedError}. With acks 0
  * nothing is answered, so nothing is retried.
  */
 import { Backoff, sleep } from '@klog/retry';
@@ -22,6 +23,7 @@ import {
   defaultMaxRetries,
   defaultRetryTimeoutMs,
   failureCode,
+  ShortIsrWindow,
   isLeaderChange,
   LeaderRetriesExhaustedError,
   type LeaderRetryOptions,
@@ -51,8 +53,8 @@ export interface LeaderFollowerHost<M extends PartitionMeta> {
   route(): LeaderRoute<M>;
   /** Asks for the partition's leader again (a TOPIC_METADATA, or a fresh read of the state node). */
   refresh(): Promise<void>;
-  /** Counts one retry (the producer's summary). */
-  retried(): void;
+  /** Counts one retry after a failure with `code` (−1: a lost connection), for the producer's summary. */
+  retried(code: number): void;
   readonly logger: Logger;
 }
 
@@ -86,6 +88,7 @@ export class PartitionLeaderFollower<M extends PartitionMeta> {
   private lastFailedLeader = -1;
   private readonly maxRetries: number;
   private readonly retryTimeoutMs: number;
+  private readonly shortIsr: ShortIsrWindow;
 
   constructor(
     private readonly topic: string,
@@ -95,6 +98,7 @@ export class PartitionLeaderFollower<M extends PartitionMeta> {
   ) {
     this.maxRetries = options.maxRetries ?? defaultMaxRetries;
     this.retryTimeoutMs = options.retryTimeoutMs ?? defaultRetryTimeoutMs;
+    this.shortIsr = new ShortIsrWindow(options.notEnoughReplicasTimeoutMs);
   }
 
   /**
@@ -160,6 +164,7 @@ export class PartitionLeaderFollower<M extends PartitionMeta> {
             this.rounds = 0;
             this.failingSince = 0;
             this.backoff.reset();
+            this.shortIsr.reset();
           }
         },
         // A failure of the whole call (the producer closed): every record fails with it.
@@ -179,14 +184,14 @@ export class PartitionLeaderFollower<M extends PartitionMeta> {
     const last = failed[failed.length - 1]?.error;
     if (this.failingSince === 0) this.failingSince = Date.now();
     const elapsed = Date.now() - this.failingSince;
-    if (last !== undefined && (this.rounds >= this.maxRetries || elapsed >= this.retryTimeoutMs)) {
+    if (last !== undefined && (this.rounds >= this.maxRetries || elapsed >= this.retryTimeoutMs || this.shortIsr.exhausted(last, Date.now()))) {
       const e = new LeaderRetriesExhaustedError(this.topic, this.partition, this.lastFailedLeader, failureCode(last), this.rounds, last);
       for (const entry of failed) entry.settle(e);
       this.release([]);
       return;
     }
     this.rounds++;
-    this.host.retried();
+    this.host.retried(failureCode(last));
     const delayMs = Math.min(this.backoff.next(), Math.max(0, this.retryTimeoutMs - elapsed));
     this.host.logger.debug({ topic: this.topic, partition: this.partition, leader: this.lastFailedLeader, code: failureCode(last), retry: this.rounds, delayMs }, 'produce failed on a leader change; retrying');
     await sleep(delayMs);

@@ -8,7 +8,7 @@
  */
 import type { Logger } from '@klog/logger';
 import { KlogError } from '../errors.js';
-import type { LeaderRetryOptions } from '../leader-retry.js';
+import { RetryTally, type LeaderRetryOptions } from '../leader-retry.js';
 import type { LeaderView, ReplicatedTopicLeaders } from '../leader-view.js';
 import type { ProducerPool } from '../producer-pool.js';
 import { type LeaderRoute, PartitionLeaderFollower } from './leader-follower.js';
@@ -31,13 +31,18 @@ export class ReplicatedRouter<M extends PartitionMeta> {
   private readonly followers = new Map<string, PartitionLeaderFollower<M>>();
   /** Targets by `topic\0partition`, kept while the leader stays (the accumulator's fast path compares targets). */
   private readonly targets = new Map<string, PartitionTarget<M>>();
-  private retriesSoFar = 0;
+  private readonly tally = new RetryTally();
 
   constructor(private readonly host: RouterHost<M>) {}
 
-  /** Retries across leader changes so far (each a resend of a partition's failed records). */
+  /** Retries so far (each a resend of a partition's failed records, docs/replication.md §13.2). */
   get retries(): number {
-    return this.retriesSoFar;
+    return this.tally.total;
+  }
+
+  /** Retries so far by the code they followed (−1: a lost connection). */
+  get retriesByCode(): ReadonlyMap<number, number> {
+    return this.tally.byCode;
   }
 
   /**
@@ -114,7 +119,7 @@ export class ReplicatedRouter<M extends PartitionMeta> {
           send: (targets, payloads, records, each) => this.host.pool.send(targets, payloads, records, each),
           route: () => this.route(topic, partition),
           refresh: () => this.host.view.refresh(topic),
-          retried: () => this.retriesSoFar++,
+          retried: (code) => this.tally.record(code),
           logger: this.host.logger,
         },
         this.host.retry,

@@ -11,7 +11,7 @@
  * group instead (see consume-group.ts).
  */
 import type { Command } from 'commander';
-import { type BrokerAddress, defaultFetchBytes, SimpleConsumer } from '@klog/client';
+import { type BrokerAddress, defaultFetchBytes, describeRetries, SimpleConsumer } from '@klog/client';
 import { parseZkConnect } from '../cluster.js';
 import { consumeGroup } from './consume-group.js';
 import { createLogger } from '../logger.js';
@@ -171,7 +171,7 @@ async function consume(opts: ConsumeOptions & { broker: BrokerAddress }): Promis
     logger.info({ messages: printed, leaderRetries: consumer.leaderRetries }, 'done');
   } finally {
     // A replicated partition's leader changes ridden through (each said in a warn line as it happened).
-    if (consumer.leaderRetries > 0) printLine(`klog consume: ${consumer.leaderRetries} retr${consumer.leaderRetries === 1 ? 'y' : 'ies'} across leader changes`);
+    if (consumer.leaderRetries > 0) printLine(`klog consume: ${describeRetries(consumer.retriesByCode)}`);
     clearTimeout(idleTimer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

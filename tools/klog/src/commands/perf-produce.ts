@@ -9,7 +9,7 @@
  * for what is in flight (at most `drainTimeoutMs`) and prints the summary of what was done.
  */
 import { randomBytes } from 'node:crypto';
-import { KlogError, parseBrokerAddress, Producer, type ProducerRecord } from '@klog/client';
+import { describeRetries, KlogError, parseBrokerAddress, Producer, type ProducerRecord } from '@klog/client';
 import { createLogger } from '../logger.js';
 import type { AcksValue } from '../options.js';
 import { printLine } from '../output.js';
@@ -184,7 +184,7 @@ export async function perfProduce(opts: PerfProduceOptions): Promise<void> {
       if (lat !== undefined) printLine(`perf produce: latency of acknowledged sends: ${formatLatency(lat)}`);
       else if (!acked) printLine('perf produce: acks 0: sends are not acknowledged, so there is no latency to report (use --acks 1)');
       if (interrupted) printLine(`perf produce: interrupted after ${sent} of ${opts.messages} messages`);
-      if (producer.leaderRetries > 0) printLine(`perf produce: ${producer.leaderRetries} retr${producer.leaderRetries === 1 ? 'y' : 'ies'} across leader changes`);
+      if (producer.leaderRetries > 0) printLine(`perf produce: ${describeRetries(producer.retriesByCode)}`);
     }
     const mismatch = stored === undefined ? undefined : storedMismatch(done, stored);
     if (stored !== undefined && mismatch === undefined && opts.json !== true) printLine(`perf produce: the broker stored all ${stored.messages} messages (log ends checked)`);

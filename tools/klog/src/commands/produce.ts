@@ -17,7 +17,7 @@
  */
 import { createReadStream } from 'node:fs';
 import type { Command } from 'commander';
-import { defaultAuditTopic, defaultAuditWindowMs, KlogBrokerError, KlogError, Producer, type ProducerRecord, type SendOptions, ZkProducer } from '@klog/client';
+import { defaultAuditTopic, defaultAuditWindowMs, describeRetries, KlogBrokerError, KlogError, Producer, type ProducerRecord, type SendOptions, ZkProducer } from '@klog/client';
 import { parseZkConnect } from '../cluster.js';
 import { readLineGroupsUntil } from '../lines.js';
 import { createLogger } from '../logger.js';
@@ -97,8 +97,8 @@ interface LineProducer {
   send(topic: string, records: readonly ProducerRecord[], options: SendOptions): Promise<unknown[]>;
   flush(): Promise<void>;
   close(): Promise<void>;
-  /** Retries across leader changes of a replicated topic (docs/replication.md §13.2). */
-  readonly leaderRetries: number;
+  /** Retries of sends to a replicated topic by the code each followed (docs/replication.md §13.2). */
+  readonly retriesByCode: ReadonlyMap<number, number>;
 }
 
 /** Lines sent and not yet settled, at most: past it, reading waits (the producer bounds their bytes too). */
@@ -277,7 +277,7 @@ async function produce(opts: ProduceOptions): Promise<void> {
       `(${r.msgsPerSec.toFixed(0)} msg/s, ${r.mbPerSec.toFixed(2)} MB/s): ${tally.sent} sent, ` +
       `${opts.acks === 0 ? `${tally.acknowledged} written (acks 0: not acknowledged)` : `${tally.acknowledged} acknowledged`}, ${tally.failed} failed` +
       (unacknowledged > 0 ? `, ${unacknowledged} not acknowledged in time` : '') +
-      (producer.leaderRetries > 0 ? `, ${producer.leaderRetries} retr${producer.leaderRetries === 1 ? 'y' : 'ies'} across leader changes` : ''),
+      (describeRetries(producer.retriesByCode) === '' ? '' : `, ${describeRetries(producer.retriesByCode)}`),
   );
   const mismatch = stored === undefined ? undefined : storedMismatch(tally.acknowledged, stored);
   if (stored !== undefined && mismatch === undefined) printLine(`klog produce: acks 0: the broker stored all ${stored.messages} messages (log ends checked)`);
