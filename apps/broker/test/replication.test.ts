@@ -214,6 +214,17 @@ describe('replication between brokers', () => {
     expect(await cluster.broker(2).metrics.value('klog_truncated_bytes_total')).toBe(0);
   });
 
+  it('a follower told its leader again at the same epoch but a new address fetches from the new address', async () => {
+    await replicated(2);
+    await fullIsr();
+    // The leader restarts on a new port within its epoch (no controller saw it go) and is told again of the same state.
+    await cluster.restart(1);
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [1, 2, 3], 2)).toEqual([ErrorCode.None, ErrorCode.None, ErrorCode.None]);
+    const acked = await produce(await cluster.client(1), topic, 0, payloads(5, 40), AckLevel.Flushed);
+    expect(acked.errorCode).toBe(ErrorCode.None);
+    await waitFor('both followers at the leader’s log end', () => [2, 3].every((id) => partitionOf(id).log!.logEndOffset === acked.nextOffset));
+  });
+
   it('a follower whose latest epoch wrote nothing drops that epoch and fetches from the next leader', async () => {
     await replicated(1);
     const a = await cluster.client(1);

@@ -53,9 +53,12 @@ export class BrokerProcess {
     readonly extraArgs: string[] = [],
   ) {}
 
-  /** Starts (or restarts) the broker on its log dir and waits for "broker listening". */
-  async start(): Promise<this> {
-    const args = [brokerMain, '--zookeeper', this.zookeeper, '--broker-id', String(this.id), '--port', '0', '--log-dir', this.logDir, ...this.extraArgs];
+  /**
+   * Starts (or restarts) the broker on its log dir and waits for "broker listening".
+   * @param runArgs flags for this run only, after {@link extraArgs} (a later flag wins)
+   */
+  async start(runArgs: readonly string[] = []): Promise<this> {
+    const args = [brokerMain, '--zookeeper', this.zookeeper, '--broker-id', String(this.id), '--port', '0', '--log-dir', this.logDir, ...this.extraArgs, ...runArgs];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;
     children.add(proc);
@@ -144,10 +147,13 @@ export class BrokerProcess {
     return total;
   }
 
-  /** The JSON log lines of this broker (every run of it) that `match`. */
-  logged(match: (line: Record<string, unknown>) => boolean): Record<string, unknown>[] {
+  /**
+   * The JSON log lines of this broker (every run of it) that `match`.
+   * @param since index in {@link lines} to start at (`lines.length` taken before a restart: that run's lines only)
+   */
+  logged(match: (line: Record<string, unknown>) => boolean, since = 0): Record<string, unknown>[] {
     const out: Record<string, unknown>[] = [];
-    for (const line of this.lines) {
+    for (const line of this.lines.slice(since)) {
       if (!line.startsWith('{')) continue;
       try {
         const o = JSON.parse(line) as Record<string, unknown>;

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Admin, SimpleConsumer, ZkProducer } from '@klog/client';
-import { ReplicatedTopicRegistry, type PartitionState } from '@klog/zk-registry';
+import { ControllerRegistry, ReplicatedTopicRegistry, type PartitionState } from '@klog/zk-registry';
 import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { BrokerProcess, ZkClient, killAll, removeLogDirs, sleep, waitFor } from './harness.js';
 import { describeDifferences, diffAllReplicas } from './replica-files.js';
@@ -17,8 +17,8 @@ import { describeDifferences, diffAllReplicas } from './replica-files.js';
 /** Settings of a {@link ReplicatedCluster}. */
 export interface ClusterSettings {
   readonly brokers: number;
-  /** ZooKeeper session timeout of the brokers, ms. */
-  readonly sessionTimeoutMs: number;
+  /** ZooKeeper session timeout of the brokers, ms: one for all, or one per broker id. */
+  readonly sessionTimeoutMs: number | readonly number[];
   /** Broker properties (docs/replication.md §15.4), written to each broker's `--config` file. */
   readonly properties?: Readonly<Record<string, string | number | boolean>>;
   /** More command-line flags for every broker. */
@@ -57,11 +57,22 @@ export class ReplicatedCluster {
       const config = join(this.root, `broker-${id}.properties`);
       const props = Object.entries(this.settings.properties ?? {}).map(([k, v]) => `${k}=${String(v)}`);
       writeFileSync(config, `${props.join('\n')}\n`);
-      const flags = ['--config', config, '--zk-session-timeout-ms', String(this.settings.sessionTimeoutMs), ...(this.settings.flags ?? [])];
+      const flags = ['--config', config, '--zk-session-timeout-ms', String(this.sessionTimeoutOf(id)), ...(this.settings.flags ?? [])];
       this.brokers.push(await new BrokerProcess(id, this.connect, logDir, flags).start());
     }
     this.admin = new Admin({ zookeeper: this.connect });
     return this;
+  }
+
+  /** The ZooKeeper session timeout of broker `id`, ms. */
+  sessionTimeoutOf(id: number): number {
+    const s = this.settings.sessionTimeoutMs;
+    return typeof s === 'number' ? s : s[id]!;
+  }
+
+  /** The broker id of the controller (docs/replication.md §5.1), undefined while nobody is. */
+  async controller(): Promise<number | undefined> {
+    return (await new ControllerRegistry(this.zk).readController())?.brokerId;
   }
 
   /** Kills what still runs, removes the log dirs and the chroot. */

@@ -87,9 +87,14 @@ export class FetcherManager {
     this.#fetchers.delete(id);
   }
 
-  /** True when `p` is fetched from `leaderId` (at any epoch). */
-  follows(p: Partition, leaderId: number): boolean {
-    return this.#fetchers.get(leaderId)?.has(p) ?? false;
+  /**
+   * True when `p` is fetched from `leader` at its address (at any epoch). A leader that came back
+   * on another address within its epoch (restarted while no controller watched, docs/replication.md
+   * §17.3) is not followed until the partition is handed to it again with {@link add}.
+   */
+  follows(p: Partition, leader: BrokerAddress): boolean {
+    const f = this.#fetchers.get(leader.brokerId);
+    return f !== undefined && f.leader.host === leader.host && f.leader.port === leader.port && f.has(p);
   }
 
   /** Stops every fetcher. */

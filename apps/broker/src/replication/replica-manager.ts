@@ -168,7 +168,7 @@ export class ReplicaManager {
           return result(ErrorCode.None);
         }
         const leader = brokers.get(s.leader);
-        if (epoch === 'same' && part.role === 'follower' && this.#fetchers.follows(part, s.leader)) return result(ErrorCode.None);
+        if (epoch === 'same' && part.role === 'follower' && leader !== undefined && this.#fetchers.follows(part, leader)) return result(ErrorCode.None);
         part.becomeFollower(s);
         if (leader === undefined) {
           this.o.logger.error({ topic: s.topic, partition: s.partition, leader: s.leader }, 'LEADER_AND_ISR names a leader without its address: not fetching');
