@@ -119,6 +119,32 @@ describe('replication between brokers', () => {
     expect((await waiting).errorCode).toBe(ErrorCode.NotLeaderForPartition);
   });
 
+  it('a leader given a new epoch with a smaller ISR keeps its high watermark and the acks all produces waiting on the replica that left', async () => {
+    await replicated(2, { replicaLagTimeMaxMs: 60_000 }); // the leader itself never shrinks the ISR here
+    const c = await cluster.client(1);
+    await fullIsr();
+    const first = await produce(c, topic, 0, payloads(5, 100), AckLevel.All);
+    expect(first.errorCode).toBe(ErrorCode.None);
+    const hw = partitionOf(1).highWatermark;
+    expect(hw).toBe(first.nextOffset);
+
+    // Broker 3 stops fetching: an acks all produce waits on it.
+    expect(await cluster.stopReplica(topic, 0, 3, partitionOf(3).leaderEpoch)).toBe(ErrorCode.None);
+    const waiting = produce(c, topic, 0, payloads(5, 100, 'waiting'), AckLevel.All);
+    await waitFor('the waiting set to be appended', () => partitionOf(1).log!.logEndOffset > first.nextOffset);
+
+    // The controller takes broker 3 out of the ISR (as when it died): a new epoch, the same leader.
+    await cluster.elect(topic, 0, 1, [1, 2]);
+    expect(await cluster.leaderAndIsr(topic, 0, [1, 2, 3], [1, 2], 2)).toEqual([ErrorCode.None, ErrorCode.None]);
+    expect(partitionOf(1).leaderEpoch).toBe(1);
+    expect(partitionOf(1).highWatermark).toBeGreaterThanOrEqual(hw); // §9.5: never backwards
+    const latest = await c.request(encodeOffsetsRequest({ topic, partition: 0, time: OffsetTime.Latest, maxOffsets: 1 }));
+    expect(decodeOffsetsResponse(new Decoder(latest.body))[0]).toBeGreaterThanOrEqual(hw);
+    const waited = await waiting;
+    expect(waited.errorCode).toBe(ErrorCode.None); // answered by the new ISR's high watermark, not retried
+    expect(partitionOf(2).log!.visibleEnd).toBeGreaterThanOrEqual(waited.nextOffset);
+  });
+
   it('consumers never see past the high watermark; between it and the log end they get an empty set', async () => {
     await replicated(1);
     const c = await cluster.client(1);

@@ -56,6 +56,12 @@ export interface LeaderView {
   address(brokerId: number): LeaderAddress | undefined;
   /** Reads `topic`'s leaders again (after a client was told the leader moved). */
   refresh(topic: string): Promise<void>;
+  /**
+   * Calls `listener` after each update of `topic` the view learns of unasked (a ZooKeeper
+   * watch); returns the function that stops it. The broker-list view learns only on
+   * {@link refresh} and never calls it.
+   */
+  onChange(topic: string, listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -119,6 +125,14 @@ export class ZkLeaderView extends EventEmitter implements LeaderView {
     const fresh = this.read(topic, false);
     this.topics.set(topic, fresh);
     await fresh;
+  }
+
+  onChange(topic: string, listener: () => void): () => void {
+    const onTopic = (t: string): void => {
+      if (t === topic) listener();
+    };
+    this.on('change', onTopic);
+    return () => this.off('change', onTopic);
   }
 
   async close(): Promise<void> {
@@ -201,6 +215,10 @@ export class MetadataLeaderView implements LeaderView {
     const fresh = this.ask(topic);
     this.topics.set(topic, fresh);
     await fresh;
+  }
+
+  onChange(): () => void {
+    return () => {};
   }
 
   async close(): Promise<void> {}

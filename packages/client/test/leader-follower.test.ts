@@ -3,7 +3,7 @@
  * (docs/replication.md §13.2), over a scripted host: which records are sent again, in which
  * order, to which leader, and when they give up.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ErrorCode } from '@klog/protocol';
 import { silentLogger } from '@klog/logger';
 import { KlogBrokerError, KlogConnectionError } from '../src/errors.js';
@@ -128,5 +128,39 @@ describe('PartitionLeaderFollower', () => {
     expect(r).toBeInstanceOf(LeaderRetriesExhaustedError);
     expect((r as Error).message).toMatch(/topic t partition 0: gave up after 2 retries .*last leader 1, last error NotLeaderForPartition/);
     expect(h.sent).toHaveLength(3);
+  });
+
+  it('resends as soon as the view names a new leader, not at its next back-off step, and backs off from 100 ms again there', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let readyAt2 = false;
+      const h = host((leader) => (leader === 2 && readyAt2 ? 'ok' : notLeader()), [1]);
+      const listeners = new Set<() => void>();
+      const f = new PartitionLeaderFollower<Meta>('t', 0, { ...h, onViewChange: (l) => (listeners.add(l), () => listeners.delete(l)) }, {});
+      const a = f.send([buf('a1')], [{}]);
+      // Three rounds fail on leader 1: the back-off grows to 400 ms (320 to 400 with the jitter).
+      for (let round = 1; round <= 3; round++) {
+        h.answer();
+        await vi.advanceTimersByTimeAsync(round < 3 ? 1000 : 0);
+      }
+      expect(h.sent.map((s) => s.leader)).toEqual([1, 1, 1]);
+      // The controller elects broker 2 and the view hears of it: the resend goes at once, no timer run.
+      h.setLeader(2);
+      for (const l of [...listeners]) l();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(h.sent.map((s) => s.leader)).toEqual([1, 1, 1, 2]);
+      expect(listeners.size).toBe(0);
+      // Broker 2 does not lead yet (LEADER_AND_ISR still on its way): the next try comes 100 ms later, not 800.
+      h.answer();
+      await vi.advanceTimersByTimeAsync(0);
+      readyAt2 = true;
+      await vi.advanceTimersByTimeAsync(100);
+      expect(h.sent.map((s) => s.leader)).toEqual([1, 1, 1, 2, 2]);
+      h.answer();
+      const [r] = await a;
+      expect((r as Meta).leader).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -24,6 +24,27 @@ export const klogMain = join(here, '../../../tools/klog/dist/main.js');
 /** The waits of @klog/retry: `waitFor` polls every 50 ms, 30 s at the most by default. */
 export { sleep, waitFor };
 
+/**
+ * A small deterministic generator of numbers in [0, 1) (mulberry32), so that a test's random
+ * choices (which partition, which moment) can be replayed from the seed it prints.
+ */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The seed of a test's random choices: `KLOG_TEST_SEED` when set (to replay a failure), else one drawn from the clock. */
+export function testSeed(): number {
+  const fromEnv = process.env['KLOG_TEST_SEED'];
+  return fromEnv !== undefined && fromEnv !== '' ? Number(fromEnv) : Date.now() % 1_000_000;
+}
+
 /** Every child started by this module, killed by {@link killAll}. */
 const children = new Set<ChildProcess>();
 

@@ -95,6 +95,11 @@ export class ReplicatedCluster {
     return (await this.registry.readPartitionState(topic, partition))?.state;
   }
 
+  /** The broker id of the controller (`/controller`, docs/replication.md §5.1), −1 while there is none. */
+  async controller(): Promise<number> {
+    return (await new ControllerRegistry(this.zk).readController())?.brokerId ?? -1;
+  }
+
   /** The leader of every partition of `topic`, by partition (−1: offline). */
   async leaders(topic: string, partitions: number): Promise<number[]> {
     return Promise.all(Array.from({ length: partitions }, async (_, p) => (await this.state(topic, p))?.leader ?? -1));
@@ -112,6 +117,15 @@ export class ReplicatedCluster {
       }
       await sleep(100);
     }
+  }
+
+  /**
+   * When a broker (any of them) first logged a line with message `msg` at or after `since`
+   * (pino's `time`, ms since the epoch), undefined when none did.
+   */
+  firstLogged(msg: string, since: number): number | undefined {
+    const times = this.brokers.flatMap((b) => b.logged((l) => l['msg'] === msg && typeof l['time'] === 'number' && l['time'] >= since).map((l) => l['time'] as number));
+    return times.length === 0 ? undefined : Math.min(...times);
   }
 
   /** The warn and error lines the brokers logged (the last 20 of each), for a failure message. */
@@ -169,13 +183,20 @@ export class ReplicatedCluster {
   }
 }
 
+/** One acknowledged send of an {@link AckedLoad}: when it was started and when its acknowledgement came, ms since the epoch. */
+export interface AckedSend {
+  readonly partition: number;
+  readonly sentMs: number;
+  readonly ackedMs: number;
+}
+
 /** A producer with `acks all` that sends to every partition in turn until stopped, recording every acknowledgement. */
 export class AckedLoad {
   readonly acked: Acked[] = [];
+  /** Every acknowledged send (a batch of {@link batch} records), in the order of acknowledgement. */
+  readonly sends: AckedSend[] = [];
   /** Sends that failed, with their error's message (their records may or may not be stored). */
   readonly failures: Array<{ t: number; partition: number; message: string }> = [];
-  /** When each partition's last send succeeded, ms since the epoch. */
-  readonly lastSuccess = new Map<number, number>();
   private stopped = false;
   private running: Promise<void> | undefined;
   private readonly producer: ZkProducer;
@@ -207,10 +228,11 @@ export class AckedLoad {
   private async sendLoop(partition: number): Promise<void> {
     for (let i = 0; !this.stopped; ) {
       const values = Array.from({ length: this.batch }, (_, j) => `${partition}-${i + j}`);
+      const sentMs = Date.now();
       try {
         const metas = await this.producer.send(this.topic, values.map((value) => ({ value, partition })));
         metas.forEach((m, j) => this.acked.push({ partition, offset: m.offset!, value: values[j]! }));
-        this.lastSuccess.set(partition, Date.now());
+        this.sends.push({ partition, sentMs, ackedMs: Date.now() });
       } catch (err) {
         this.failures.push({ t: Date.now(), partition, message: (err as Error).message });
         await sleep(100);
@@ -224,10 +246,28 @@ export class AckedLoad {
     return this.acked.length;
   }
 
-  /** Waits until every partition had a successful send after `since` (ms since the epoch). */
-  async succeedsAfter(since: number, timeoutMs: number): Promise<number> {
-    await waitFor('every partition acknowledged again', () => Array.from({ length: this.partitions }, (_, p) => p).every((p) => (this.lastSuccess.get(p) ?? 0) > since), timeoutMs);
-    return Math.max(...[...this.lastSuccess.values()]) - since;
+  /** Waits until at least `n` messages are acknowledged. @throws Error naming the last failures after `timeoutMs` */
+  async waitForCount(n: number, timeoutMs = 30_000): Promise<void> {
+    try {
+      await waitFor(`${n} acknowledged messages`, () => this.count >= n, timeoutMs);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; ${this.count} acknowledged, last failures ${JSON.stringify(this.failures.slice(-3))}`, { cause: err });
+    }
+  }
+
+  /**
+   * The failover time of docs/replication.md §17.1: waits until every partition of the load
+   * has an acknowledged send that was started at `startedAfter` or later (ms since the epoch),
+   * and returns how long after `from` (ms since the epoch, e.g. the kill) the last partition
+   * got the first such acknowledgement, in ms. A send started after `startedAfter` cannot
+   * have been acknowledged by a broker killed before it; one started earlier may have been.
+   * @throws Error from `waitFor` when some partition has none after `timeoutMs`
+   */
+  async succeedsAfter(from: number, startedAfter: number, timeoutMs: number): Promise<number> {
+    const firstAck = (p: number): number | undefined => this.sends.find((s) => s.partition === p && s.sentMs >= startedAfter)?.ackedMs;
+    const all = Array.from({ length: this.partitions }, (_, p) => p);
+    await waitFor(`every partition acknowledged a send started after ${new Date(startedAfter).toISOString()}`, () => all.every((p) => firstAck(p) !== undefined), timeoutMs);
+    return Math.max(...all.map((p) => firstAck(p)!)) - from;
   }
 
   /** Stops sending, waits for the sends in flight, closes the producer. */
@@ -239,12 +279,18 @@ export class AckedLoad {
 }
 
 /**
- * Checks that every acknowledged message is in `read` at its offset with its value, and that
- * the acknowledged messages of each partition have increasing offsets in the order they were
- * acknowledged. @returns a list of problems, empty when all is well
+ * Checks that every acknowledged message is in `read` at its offset with its value, that the
+ * acknowledged messages of each partition have increasing offsets in the order they were
+ * acknowledged, and that each partition was read in increasing offset order.
+ * @returns a list of problems, empty when all is well
  */
 export function checkAcked(acked: readonly Acked[], read: ReadonlyArray<ReadonlyArray<{ offset: number; value: string }>>): string[] {
   const problems: string[] = [];
+  read.forEach((messages, p) => {
+    for (let i = 1; i < messages.length; i++) {
+      if (messages[i]!.offset <= messages[i - 1]!.offset) problems.push(`partition ${p}: read offset ${messages[i]!.offset} after ${messages[i - 1]!.offset}`);
+    }
+  });
   const byOffset = read.map((messages) => new Map(messages.map((m) => [m.offset, m.value])));
   const lastOffset = new Map<number, number>();
   for (const a of acked) {

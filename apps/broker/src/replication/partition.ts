@@ -166,8 +166,11 @@ export class Partition {
   /**
    * Becoming leader (docs/replication.md §9.1), on the chain: records `(epoch, log end)` in the
    * checkpoint, takes the ISR and state version, starts the leader state with every follower's
-   * positions unknown and the high watermark it last learnt, clears `new` when asked, then
-   * accepts produces. The same epoch again only takes a newer state version's ISR.
+   * positions unknown and the high watermark it last learnt (as a follower, or as the leader of
+   * the previous epoch: it never moves backwards, §9.5), clears `new` when asked, then accepts
+   * produces. A leader of the previous epoch keeps its waiting `acks all` produces: the log is
+   * the same, and the new ISR's high watermark answers them. The same epoch again only takes a
+   * newer state version's ISR.
    * @throws the checkpoint's write error (the partition then takes no role)
    */
   async becomeLeader(state: PartitionState, sameEpoch: boolean, nowMs: number): Promise<void> {
@@ -182,7 +185,9 @@ export class Partition {
       }
       return;
     }
-    this.#failWaiters(ErrorCode.NotLeaderForPartition);
+    const wasLeader = this.#role === 'leader' && this.#leaderState !== undefined;
+    if (wasLeader) this.#followerHw = this.highWatermark;
+    else this.#failWaiters(ErrorCode.NotLeaderForPartition);
     await log.leaderEpochs.assign(state.leaderEpoch, log.logEndOffset);
     this.#leaderId = state.leader;
     this.#isr = state.isr;

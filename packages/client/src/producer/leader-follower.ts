@@ -10,6 +10,10 @@
  * `NotEnoughReplicas`, if the ISR grew in between); a record retried may be stored twice (its
  * leader appended it and lost leadership before answering): at-least-once, as in the paper.
  *
+ * Between two rounds the partition backs off (100 ms doubling to 1,000 ms), cut short when the
+ * producer's view learns of a new leader (a ZooKeeper watch); a round sent to another leader
+ * than the last one that failed starts the back-off again from 100 ms.
+ *
  * Retries stop after `maxRetries` rounds or `retryTimeoutMs` from the first failure of a round of
  * failures, or once the leader has refused with `NotEnoughReplicas` for `notEnoughReplicasTimeoutMs`
  * in a row; then the failed records reject with {@link LeaderRetriesExhaustedError}. With acks 0
@@ -53,6 +57,12 @@ export interface LeaderFollowerHost<M extends PartitionMeta> {
   route(): LeaderRoute<M>;
   /** Asks for the partition's leader again (a TOPIC_METADATA, or a fresh read of the state node). */
   refresh(): Promise<void>;
+  /**
+   * Calls `listener` after each change of the partition's topic that the producer's view learns
+   * of unasked (a ZooKeeper watch); returns the function that stops it. Absent for a view that
+   * only learns on {@link refresh}.
+   */
+  onViewChange?(listener: () => void): () => void;
   /** Counts one retry after a failure with `code` (−1: a lost connection), for the producer's summary. */
   retried(code: number): void;
   readonly logger: Logger;
@@ -194,7 +204,7 @@ export class PartitionLeaderFollower<M extends PartitionMeta> {
     this.host.retried(failureCode(last));
     const delayMs = Math.min(this.backoff.next(), Math.max(0, this.retryTimeoutMs - elapsed));
     this.host.logger.debug({ topic: this.topic, partition: this.partition, leader: this.lastFailedLeader, code: failureCode(last), retry: this.rounds, delayMs }, 'produce failed on a leader change; retrying');
-    await sleep(delayMs);
+    await this.backOff(delayMs);
     try {
       await this.host.refresh();
     } catch (error) {
@@ -202,12 +212,38 @@ export class PartitionLeaderFollower<M extends PartitionMeta> {
     }
     const now = this.host.route().leader;
     if (now !== this.lastFailedLeader && now >= 0) {
+      this.backoff.reset(); // a new leader: if it does not lead yet, try it again soon
       this.host.logger.warn(
         { topic: this.topic, partition: this.partition, from: this.lastFailedLeader, to: now, retry: this.rounds },
         `topic ${this.topic} partition ${this.partition}: leader ${this.lastFailedLeader < 0 ? 'none' : this.lastFailedLeader} → ${now}; resending ${failed.length} record${failed.length === 1 ? '' : 's'}`,
       );
     }
     this.release(failed);
+  }
+
+  /**
+   * Waits `delayMs` before a retry, or less: until the view names a live leader other than the
+   * one the last attempt failed on (the controller elected one), so that a producer resends as
+   * soon as a new leader is known rather than at its next back-off step (docs/replication.md §13.2).
+   */
+  private async backOff(delayMs: number): Promise<void> {
+    const moved = (): boolean => {
+      const leader = this.host.route().leader;
+      return leader >= 0 && leader !== this.lastFailedLeader;
+    };
+    if (this.host.onViewChange === undefined) {
+      await sleep(delayMs);
+      return;
+    }
+    const woken = new AbortController();
+    const stop = this.host.onViewChange(() => {
+      if (moved()) woken.abort();
+    });
+    try {
+      await sleep(delayMs, woken.signal);
+    } finally {
+      stop();
+    }
   }
 
   /** Ends a hold: sends `first` (the records retried), then what was held, in order. */

@@ -119,6 +119,7 @@ export class ReplicatedRouter<M extends PartitionMeta> {
           send: (targets, payloads, records, each) => this.host.pool.send(targets, payloads, records, each),
           route: () => this.route(topic, partition),
           refresh: () => this.host.view.refresh(topic),
+          onViewChange: (listener) => this.host.view.onChange(topic, listener),
           retried: (code) => this.tally.record(code),
           logger: this.host.logger,
         },
