@@ -2,17 +2,17 @@
  * Reads the audit events a cluster's audit topic holds (docs/audit.md): every partition, from
  * its earliest offset to its end when the read began.
  */
-import { type AuditEvent, decodeAuditEvent } from '@klog/client';
+import { type AuditEvent, decodeAuditEvent, groupPartition } from '@klog/client';
 import { OffsetRegistry } from '@klog/zk-registry';
 import type { Cluster } from './cluster.js';
-import { scanPartition } from './cluster.js';
+import { partitionLabel, scanPartition } from './cluster.js';
 
 /** The events of one cluster's audit topic. */
 export interface AuditLog {
   readonly events: AuditEvent[];
   /** Messages of the audit topic that are not audit events. */
   readonly undecodable: number;
-  /** Partitions that could not be read (their broker down), as `brokerId-partition: reason`. */
+  /** Partitions that could not be read (their broker down), as `brokerId-partition: reason` (`partition: reason` for a replicated audit topic). */
   readonly unreadable: string[];
 }
 
@@ -47,9 +47,9 @@ export async function readAuditLog(cluster: Cluster, auditTopic: string, group: 
           }
         }
       });
-      await offsets.commit(group, auditTopic, p, to);
+      await offsets.commit(group, auditTopic, groupPartition(p), to);
     } catch (err) {
-      unreadable.push(`${p.brokerId}-${p.partition}: ${(err as Error).message}`);
+      unreadable.push(`${partitionLabel(p)}: ${(err as Error).message}`);
     }
   }
   return { events, undecodable, unreadable };

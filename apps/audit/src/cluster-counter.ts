@@ -8,7 +8,8 @@
  * A count that stops between publishing and committing (a crash, Ctrl-C, a ZooKeeper failure)
  * must not count its messages twice: before anything is published, the offset range of each
  * partition is stored (`/consumers/<group>/audit/ranges`, see AuditRangeRegistry), and every
- * event names its range (`instance` = `<group>/<topic>/<brokerId>-<partition>/<from>-<to>`,
+ * event names its range (`instance` = `<group>/<topic>/<brokerId>-<partition>/<from>-<to>`, a
+ * replicated topic's partition named `<partition>` there as in ZooKeeper, docs/replication.md §14,
  * `seq` = the window's place among the range's windows). The next count finds the stored range
  * starting at the committed offset, counts exactly that range again into the same events (the
  * reconciler counts each `(instance, seq)` once), commits, and goes on from there.
@@ -21,15 +22,17 @@
  * owns is skipped and reported. A partition read for the first time starts at its earliest
  * offset; a committed offset retention has deleted meanwhile resumes at the earliest one kept,
  * and the messages in between are reported as never counted (they show as short). A partition
- * the group counted before whose broker is not registered now (down) is reported as not
- * counted, so the report does not judge its topic's windows.
+ * the group counted before whose broker is not registered now (down), and a replicated partition
+ * without a live leader, are reported as not counted, so the report does not judge its topic's
+ * windows. A replicated topic's partitions are read from their leaders, claimed, committed and
+ * ranged as `<topic>/<partition>`.
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { type AuditEvent, auditEventVersion, encodeAuditEvent, maxAuditTime, OffsetOutOfRangeError, windowStartOf, ZkProducer } from '@klog/client';
+import { type AuditEvent, auditEventVersion, encodeAuditEvent, groupPartition, maxAuditTime, OffsetOutOfRangeError, replicatedBrokerId, windowStartOf, ZkProducer } from '@klog/client';
 import type { Logger } from '@klog/logger';
 import { AuditRangeRegistry, OffsetRegistry, OwnershipRegistry } from '@klog/zk-registry';
-import { type Cluster, scanPartition, type TopicPartition } from './cluster.js';
+import { type Cluster, partitionLabel, scanPartition, type TopicPartition } from './cluster.js';
 
 /** Settings of a count. */
 export interface CountOptions {
@@ -118,7 +121,7 @@ export async function countCluster(cluster: Cluster, options: CountOptions): Pro
       }
       read.add(key(r.p));
       done.push(r);
-      const instance = `${group}/${r.p.topic}/${r.p.brokerId}-${r.p.partition}/${r.from}-${r.to}`;
+      const instance = `${group}/${r.p.topic}/${partitionLabel(r.p)}/${r.from}-${r.to}`;
       [...byWindow.entries()]
         .sort(([a], [b]) => a - b)
         .forEach(([windowStart, count], seq) => {
@@ -128,7 +131,7 @@ export async function countCluster(cluster: Cluster, options: CountOptions): Pro
     }
     // Counts first: a committed offset never passes a message whose count was not published.
     if (events.length > 0) await producer.send(options.auditTopic, events.map((e) => ({ key: e.topic, value: encodeAuditEvent(e) })));
-    for (const r of done) await offsets.commit(group, r.p.topic, r.p, r.to);
+    for (const r of done) await offsets.commit(group, r.p.topic, groupPartition(r.p), r.to);
     return done;
   };
 
@@ -140,11 +143,15 @@ export async function countCluster(cluster: Cluster, options: CountOptions): Pro
       for (const o of await offsets.list(group, topic)) {
         if (!known.has(key({ topic, ...o }))) skipped.push({ topic, brokerId: o.brokerId, partition: o.partition, reason: 'counted before, not registered now (its broker is down)' });
       }
+      for (const o of await offsets.listReplicated(group, topic)) {
+        const p = { topic, brokerId: replicatedBrokerId, partition: o.partition };
+        if (!known.has(key(p))) skipped.push({ ...p, reason: 'counted before, not a partition of a replicated topic now (the topic was deleted)' });
+      }
     }
     const replays: Range[] = [];
     const fresh: Range[] = [];
     for (const p of registered) {
-      if (!(await owners.claim(group, p.topic, p, consumerId))) {
+      if (!(await owners.claim(group, p.topic, groupPartition(p), consumerId))) {
         skipped.push({ ...p, reason: 'owned by another member of the group (another klog-audit is counting it)' });
         continue;
       }
@@ -153,8 +160,8 @@ export async function countCluster(cluster: Cluster, options: CountOptions): Pro
         const consumer = await cluster.consumer(p);
         const earliest = await consumer.earliestOffset(p.topic, p.partition);
         const end = await consumer.latestOffset(p.topic, p.partition);
-        const committed = await offsets.read(group, p.topic, p);
-        const stored = await ranges.range(group, p.topic, p);
+        const committed = await offsets.read(group, p.topic, groupPartition(p));
+        const stored = await ranges.range(group, p.topic, groupPartition(p));
         let from = committed ?? earliest;
         if (stored !== undefined && stored.from === committed && stored.from >= earliest && stored.to <= end) {
           replays.push({ p, from: stored.from, to: stored.to });
@@ -172,10 +179,10 @@ export async function countCluster(cluster: Cluster, options: CountOptions): Pro
     // An interrupted count's ranges first, into the same events as before.
     const replayed = new Set((await countRanges(replays)).map((r) => key(r.p)));
     const next = fresh.filter((r) => replays.every((x) => key(x.p) !== key(r.p)) || replayed.has(key(r.p)));
-    for (const r of next) await ranges.setRange(group, r.p.topic, r.p, { from: r.from, to: r.to });
+    for (const r of next) await ranges.setRange(group, r.p.topic, groupPartition(r.p), { from: r.from, to: r.to });
     await countRanges(next);
   } finally {
-    for (const p of claimed) await owners.release(group, p.topic, p).catch(() => {});
+    for (const p of claimed) await owners.release(group, p.topic, groupPartition(p)).catch(() => {});
     await producer.close().catch((err: unknown) => logger.warn({ err }, 'closing the audit producer failed'));
   }
   return { countWindowMs, partitions: read.size, counted, untimed, skipped, lost };

@@ -1,11 +1,12 @@
 /**
  * One cluster as the audit sees it: its name in the report, its ZooKeeper registry (docs/design.md §4)
  * and a connection to each broker, and the one read the audit makes of a partition: every
- * message between two offsets, fetched in 1 MiB chunks (docs/design.md §3).
+ * message between two offsets, fetched in 1 MiB chunks (docs/design.md §3). A replicated topic's
+ * partitions are `0..N-1` (docs/replication.md §14), `brokerId` −1, read from their leaders.
  */
-import { SimpleConsumer, type ConsumedMessage } from '@klog/client';
+import { groupPartition, replicatedBrokerId, SimpleConsumer, type ConsumedMessage } from '@klog/client';
 import type { Logger } from '@klog/logger';
-import { type BrokerPartition, BrokerRegistry, parseConnectString, ZkClient } from '@klog/zk-registry';
+import { type BrokerPartition, BrokerRegistry, groupPartitionName, parseConnectString, ReplicatedTopicRegistry, ZkClient } from '@klog/zk-registry';
 
 /** A `--zookeeper` value: `[name=]host:port[,host:port...][/chroot]`. */
 export interface ClusterSpec {
@@ -38,14 +39,23 @@ export function parseClusterSpecs(values: readonly string[]): ClusterSpec[] {
   return specs;
 }
 
-/** A partition of a topic: broker id, partition number on it. */
+/**
+ * A partition of a topic: broker id and partition number on it, or, for a replicated topic,
+ * `brokerId` −1 (`replicatedBrokerId` of @klog/client) and the partition number `0..N-1`.
+ */
 export interface TopicPartition extends BrokerPartition {
   readonly topic: string;
+}
+
+/** A partition's name in ZooKeeper and in the report: `<brokerId>-<partition>`, or `<partition>` for a replicated topic's (docs/replication.md §14). */
+export function partitionLabel(p: BrokerPartition): string {
+  return groupPartitionName(groupPartition(p));
 }
 
 /** An open cluster: ZooKeeper session, registry, broker connections (opened on first use). */
 export class Cluster {
   readonly registry: BrokerRegistry;
+  readonly replicated: ReplicatedTopicRegistry;
   private readonly consumers = new Map<number, SimpleConsumer>();
 
   private constructor(
@@ -53,6 +63,7 @@ export class Cluster {
     readonly zk: ZkClient,
   ) {
     this.registry = new BrokerRegistry(zk);
+    this.replicated = new ReplicatedTopicRegistry(zk);
   }
 
   /**
@@ -68,39 +79,46 @@ export class Cluster {
     return this.spec.name;
   }
 
-  /** Every partition of every topic registered in the cluster, but those of `except`, sorted by topic, broker id, partition. */
+  /**
+   * Every partition of every topic of the cluster, but those of `except`, sorted by topic, broker
+   * id, partition: a paper topic's registered now, every partition of a replicated topic.
+   */
   async partitions(except?: string): Promise<TopicPartition[]> {
     const out: TopicPartition[] = [];
     const byTopic = await this.registry.listTopicPartitions();
-    for (const topic of [...byTopic.keys()].sort()) {
+    const definitions = await this.replicated.readDefinitions();
+    for (const topic of [...new Set([...byTopic.keys(), ...definitions.keys()])].sort()) {
       if (topic === except) continue;
-      for (const { brokerId, partitions } of [...byTopic.get(topic)!].sort((a, b) => a.brokerId - b.brokerId)) {
-        for (let partition = 0; partition < partitions; partition++) out.push({ topic, brokerId, partition });
-      }
+      out.push(...paperPartitions(topic, byTopic.get(topic) ?? []));
+      out.push(...replicatedPartitions(topic, definitions.get(topic)?.partitions.length ?? 0));
     }
     return out;
   }
 
-  /** The partitions of one topic (none when it does not exist). */
+  /** The partitions of one topic, paper or replicated (none when it does not exist). */
   async topicPartitions(topic: string): Promise<TopicPartition[]> {
-    const out: TopicPartition[] = [];
-    for (const { brokerId, partitions } of (await this.registry.topicPartitions(topic)).sort((a, b) => a.brokerId - b.brokerId)) {
-      for (let partition = 0; partition < partitions; partition++) out.push({ topic, brokerId, partition });
-    }
-    return out;
+    const definition = await this.replicated.readDefinition(topic);
+    if (definition !== undefined) return replicatedPartitions(topic, definition.partitions.length);
+    return paperPartitions(topic, await this.registry.topicPartitions(topic));
   }
 
   /**
-   * A consumer of the broker that holds `p`.
-   * @throws Error when that broker is not registered (down)
+   * A consumer of the broker that holds `p`, or of a replicated partition's leader (which the
+   * consumer follows if it moves, docs/replication.md §13.2).
+   * @throws Error when that broker is not registered (down), or the replicated partition has no live leader
    */
   async consumer(p: TopicPartition): Promise<SimpleConsumer> {
-    let c = this.consumers.get(p.brokerId);
+    let brokerId = p.brokerId;
+    if (brokerId === replicatedBrokerId) {
+      brokerId = (await this.replicated.readPartitionState(p.topic, p.partition))?.state.leader ?? -1;
+      if (brokerId < 0) throw new Error(`partition ${p.partition} of ${p.topic} in ${this.name} has no leader (offline)`);
+    }
+    let c = this.consumers.get(brokerId);
     if (!c) {
-      const broker = await this.registry.getBroker(p.brokerId);
-      if (!broker) throw new Error(`broker ${p.brokerId} of ${this.name} is down`);
+      const broker = await this.registry.getBroker(brokerId);
+      if (!broker) throw new Error(p.brokerId === replicatedBrokerId ? `the leader of partition ${p.partition} of ${p.topic}, broker ${brokerId} of ${this.name}, is down` : `broker ${brokerId} of ${this.name} is down`);
       c = new SimpleConsumer({ host: broker.host, port: broker.port, connectTimeoutMs: 5000, requestTimeoutMs: 30_000 });
-      this.consumers.set(p.brokerId, c);
+      this.consumers.set(brokerId, c);
     }
     return c;
   }
@@ -111,6 +129,18 @@ export class Cluster {
     this.consumers.clear();
     await this.zk.close();
   }
+}
+
+function paperPartitions(topic: string, counts: ReadonlyArray<{ readonly brokerId: number; readonly partitions: number }>): TopicPartition[] {
+  const out: TopicPartition[] = [];
+  for (const { brokerId, partitions } of [...counts].sort((a, b) => a.brokerId - b.brokerId)) {
+    for (let partition = 0; partition < partitions; partition++) out.push({ topic, brokerId, partition });
+  }
+  return out;
+}
+
+function replicatedPartitions(topic: string, n: number): TopicPartition[] {
+  return Array.from({ length: n }, (_, partition) => ({ topic, brokerId: replicatedBrokerId, partition }));
 }
 
 /**

@@ -19,7 +19,7 @@ import { defaultAuditTopic, defaultAuditWindowMs, minAuditWindowMs } from '@klog
 import { validateTopic } from '@klog/protocol';
 import { createLogger, logFormats, type LogFormat, type LogLevel, logLevels } from '@klog/logger/pino';
 import { readAuditLog } from './audit-log.js';
-import { Cluster, parseClusterSpecs } from './cluster.js';
+import { Cluster, parseClusterSpecs, partitionLabel } from './cluster.js';
 import { countCluster } from './cluster-counter.js';
 import { renderHtmlReport } from './html-report.js';
 import { reconcile, type ClusterEvents, type IncompleteTier } from './reconcile.js';
@@ -132,7 +132,7 @@ async function main(argv: string[]): Promise<number> {
         for (const s of r.skipped) {
           const k = `${s.topic}\0${s.reason}`;
           const entry = byReason.get(k) ?? { topic: s.topic, reason: s.reason, partitions: [] };
-          entry.partitions.push(`${s.brokerId}-${s.partition}`);
+          entry.partitions.push(partitionLabel(s));
           byReason.set(k, entry);
         }
         for (const e of byReason.values()) {
@@ -140,7 +140,7 @@ async function main(argv: string[]): Promise<number> {
           warnings.push(`${cluster.name}: ${e.topic} ${reason}`);
           partial.push({ cluster: cluster.name, tier: 'consumer', topic: e.topic, reason });
         }
-        for (const l of r.lost) warnings.push(`${cluster.name}: ${l.topic} ${l.brokerId}-${l.partition} offsets [${l.from}, ${l.to}) were deleted by retention before they were counted`);
+        for (const l of r.lost) warnings.push(`${cluster.name}: ${l.topic} ${partitionLabel(l)} offsets [${l.from}, ${l.to}) were deleted by retention before they were counted`);
         if (r.untimed > 0) warnings.push(`${cluster.name}: ${r.untimed} messages without a creation time (or with one no window holds) were not counted`);
       }
       const log = await readAuditLog(cluster, o.auditTopic, o.group);

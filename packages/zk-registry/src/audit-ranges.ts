@@ -7,7 +7,7 @@
  * events with the same identity, which the reconciler counts once.
  */
 import type { Logger } from '@klog/logger';
-import { auditRangePath, auditWindowPath, type BrokerPartition } from './paths.js';
+import { auditRangePath, auditWindowPath, type GroupPartition, isReplicatedPartition, replicatedAuditRangePath } from './paths.js';
 import type { ZkClient } from './zk-client.js';
 
 /** An offset range `[from, to)` of a partition. */
@@ -43,9 +43,12 @@ export class AuditRangeRegistry {
     await this.zk.put(auditWindowPath(group), String(windowMs));
   }
 
-  /** The range last being counted in a partition; undefined when none is stored or it is malformed. */
-  async range(group: string, topic: string, partition: BrokerPartition): Promise<OffsetRange | undefined> {
-    const node = await this.zk.getData(auditRangePath(group, topic, partition.brokerId, partition.partition));
+  /**
+   * The range last being counted in a partition (a replicated topic's under `…/ranges/<topic>/<partition>`,
+   * docs/replication.md §14); undefined when none is stored or it is malformed.
+   */
+  async range(group: string, topic: string, partition: GroupPartition): Promise<OffsetRange | undefined> {
+    const node = await this.zk.getData(rangePath(group, topic, partition));
     if (node === undefined) return undefined;
     try {
       const r = JSON.parse(node.data.toString('utf8')) as { from?: unknown; to?: unknown };
@@ -60,7 +63,12 @@ export class AuditRangeRegistry {
   }
 
   /** Stores the range about to be counted in a partition. */
-  async setRange(group: string, topic: string, partition: BrokerPartition, range: OffsetRange): Promise<void> {
-    await this.zk.put(auditRangePath(group, topic, partition.brokerId, partition.partition), JSON.stringify({ from: range.from, to: range.to }));
+  async setRange(group: string, topic: string, partition: GroupPartition, range: OffsetRange): Promise<void> {
+    await this.zk.put(rangePath(group, topic, partition), JSON.stringify({ from: range.from, to: range.to }));
   }
+}
+
+/** The range node of a paper or a replicated partition (docs/replication.md §14). */
+function rangePath(group: string, topic: string, p: GroupPartition): string {
+  return isReplicatedPartition(p) ? replicatedAuditRangePath(group, topic, p.partition) : auditRangePath(group, topic, p.brokerId, p.partition);
 }

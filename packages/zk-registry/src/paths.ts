@@ -129,6 +129,14 @@ export function partitionName(bp: BrokerPartition): string {
   return `${checkBrokerId(bp.brokerId)}-${checkPartition(bp.partition)}`;
 }
 
+/**
+ * The name a consumer group (and the loader, the audit) gives a partition (docs/replication.md
+ * §14): `<partition>` for a replicated topic's, `<brokerId>-<partition>` for a paper one's.
+ */
+export function groupPartitionName(p: GroupPartition): string {
+  return isReplicatedPartition(p) ? String(checkPartition(p.partition)) : partitionName(p);
+}
+
 /** Parses `<brokerId>-<partition>`; undefined when the name is not of that form. */
 export function parsePartitionName(name: string): BrokerPartition | undefined {
   const m = /^(\d{1,15})-(\d{1,10})$/.exec(name);

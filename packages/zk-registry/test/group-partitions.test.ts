@@ -3,7 +3,7 @@
  * paper's `<brokerId>-<partition>` (docs/replication.md §14): each kind reads only its own.
  */
 import { describe, expect, it } from 'vitest';
-import { OffsetRegistry, OwnershipRegistry, replicatedOffsetPath, replicatedOwnerPath } from '../src/index.js';
+import { AuditRangeRegistry, groupPartitionName, OffsetRegistry, OwnershipRegistry, replicatedAuditRangePath, replicatedOffsetPath, replicatedOwnerPath } from '../src/index.js';
 import { connectClient, freshChroot } from './helpers.js';
 
 describe('replicated partitions of a group', () => {
@@ -31,5 +31,17 @@ describe('replicated partitions of a group', () => {
     await new OffsetRegistry(zk).commit('g', 'events', { replicated: true, partition: 0 }, 7, fence);
     expect(await owners.release('g', 'events', { replicated: true, partition: 0 })).toBe(true);
     expect(await owners.listReplicatedOwners('g', 'events')).toEqual([]);
+  });
+
+  it('keeps the audit ranges of both kinds apart, and names each kind as the group does', async () => {
+    const zk = await connectClient(freshChroot());
+    const ranges = new AuditRangeRegistry(zk);
+    await ranges.setRange('g', 'events', { replicated: true, partition: 3 }, { from: 0, to: 40 });
+    await ranges.setRange('g', 'events', { brokerId: 1, partition: 3 }, { from: 10, to: 20 });
+    expect((await zk.getData(replicatedAuditRangePath('g', 'events', 3)))?.data.toString()).toBe('{"from":0,"to":40}');
+    expect(await ranges.range('g', 'events', { replicated: true, partition: 3 })).toEqual({ from: 0, to: 40 });
+    expect(await ranges.range('g', 'events', { brokerId: 1, partition: 3 })).toEqual({ from: 10, to: 20 });
+    expect(await zk.getChildren('/consumers/g/audit/ranges/events')).toEqual(['1-3', '3']);
+    expect([groupPartitionName({ replicated: true, partition: 3 }), groupPartitionName({ brokerId: 1, partition: 3 })]).toEqual(['3', '1-3']);
   });
 });

@@ -181,7 +181,7 @@ export function readRuns(out: string): { runs: LoadedRun[]; others: string[] } {
     const expectedFiles = new Set(['offsets.json', 'manifest.json']);
     const messages: Loaded[] = [];
     for (const p of manifest.partitions) {
-      const key = `${p.brokerId}-${p.partition}`;
+      const key = partitionName(p.brokerId, p.partition);
       const before = previous[p.topic]?.[key];
       const gapTo = p.gaps.at(0)?.from === before ? p.gaps.at(0)?.to : undefined;
       if (before !== undefined && p.from !== before && p.from !== gapTo) {
@@ -236,12 +236,15 @@ export function readDataFile(path: string, topic: string, partition: string, for
       continue;
     }
     const j = JSON.parse(line.toString('utf8')) as { topic: string; brokerId: number; partition: number; offset: number; payload: string };
-    if (j.topic !== topic || `${j.brokerId}-${j.partition}` !== partition) throw new Error(`${path}: a line of ${j.topic} ${j.brokerId}-${j.partition}`);
+    if (j.topic !== topic || partitionName(j.brokerId, j.partition) !== partition) throw new Error(`${path}: a line of ${j.topic} ${partitionName(j.brokerId, j.partition)}`);
     out.push({ topic, partition, offset: j.offset, payload: Buffer.from(j.payload, 'base64') });
   }
   if (start !== bytes.length) throw new Error(`${path}: the last line has no newline`);
   return out;
 }
+
+/** A partition's name in the loader's output: `<brokerId>-<partition>`, or `<partition>` for a replicated topic's (`brokerId` −1, docs/replication.md §14). */
+export const partitionName = (brokerId: number, partition: number): string => (brokerId === -1 ? String(partition) : `${brokerId}-${partition}`);
 
 /** A message as a comparable string: `topic partition payload(hex)`. */
 export const id = (m: { topic: string; partition: string; payload: Buffer }): string => `${m.topic} ${m.partition} ${m.payload.toString('hex')}`;

@@ -3,7 +3,7 @@
  * and the pure Algorithm 1 ({@link assignPartitions}).
  */
 export * from './group-consumer.js';
-export { partitionKey, replicatedBrokerId } from './config.js';
+export { groupPartition, partitionKey, replicatedBrokerId } from './config.js';
 export * from './message-stream.js';
 export { type OffsetResetEvent } from './fetcher.js';
 export * from './offset-reset.js';

@@ -1,8 +1,9 @@
 /**
  * `klog load`: the offline loader, a batch job that copies topics into files for the data teams.
  *
- * Each run finds in ZooKeeper every partition (`<brokerId>-<partition>`) of every topic whose
- * whole name matches `--topic`, reads each one from the offset the previous run stored (a
+ * Each run finds in ZooKeeper every partition of every topic whose whole name matches `--topic`
+ * (a paper topic's `<brokerId>-<partition>`, a replicated topic's `<partition>`, `0..N-1`, read
+ * from its leader, docs/replication.md §14), reads each one from the offset the previous run stored (a
  * partition never seen before: from its earliest offset) up to its log end as read at the start
  * of the run (OFFSETS latest; nothing past it is read), and writes its messages to one file per
  * partition in a new run directory. Data and offsets are committed together by one rename of
@@ -11,7 +12,8 @@
  * also one that found nothing new: its directory then holds only offsets.json and manifest.json.
  *
  * Failures end the run with nothing committed: a partition the previous run read whose broker
- * is no longer registered, a broker that cannot be reached, and offsets deleted by retention
+ * is no longer registered, a replicated partition with no live leader (offline), a broker that
+ * cannot be reached, and offsets deleted by retention
  * since the previous run (named as a range; `--allow-gaps` skips them instead and records the
  * range in the manifest).
  *
@@ -21,8 +23,8 @@
  * commit. It is a testing aid that keeps a run alive long enough to be killed at any point.
  */
 import { type Command, Option } from 'commander';
-import { KlogError, OffsetOutOfRangeError, SimpleConsumer } from '@klog/client';
-import { allPartitions, BrokerRegistry, type BrokerInfo } from '@klog/zk-registry';
+import { groupPartition, KlogError, OffsetOutOfRangeError, replicatedBrokerId, SimpleConsumer } from '@klog/client';
+import { allPartitions, BrokerRegistry, type BrokerInfo, groupPartitionName, ReplicatedTopicRegistry } from '@klog/zk-registry';
 import { withZooKeeper, zookeeperOption } from '../cluster.js';
 import { createLogger } from '../logger.js';
 import { PendingRun, readState, removeDeadTempDirs, runName, type Offsets } from '../load/layout.js';
@@ -51,7 +53,10 @@ export function registerLoad(program: Command): void {
     )
     .addOption(zookeeperOption())
     .requiredOption('--topic <regex>', 'load the topics whose whole name matches this regular expression', parseTopicRegex)
-    .requiredOption('--out <dir>', 'output directory: run-<seq>/ directories, each with offsets.json, manifest.json and <topic>/<brokerId>-<partition> files')
+    .requiredOption(
+      '--out <dir>',
+      'output directory: run-<seq>/ directories, each with offsets.json, manifest.json and <topic>/<brokerId>-<partition> files (<topic>/<partition> for a replicated topic)',
+    )
     .addOption(
       new Option('--format <format>', 'json: one {"topic","brokerId","partition","offset","payload"(base64)} per line; raw: each payload then a newline')
         .choices(['json', 'raw'])
@@ -75,11 +80,20 @@ Examples:
 /** A regular expression anchored at both ends, so that `--topic events` loads only `events`. */
 const parseTopicRegex = optionParser((value) => new RegExp(`^(?:${value})$`));
 
-/** A partition to load in this run. */
-interface PartitionPlan {
+/**
+ * A partition of a matching topic: a paper one (`brokerId`, `partition`) or a replicated one
+ * (`brokerId` −1, `replicatedBrokerId`), read through the broker `readFrom` (a replicated
+ * partition's leader when the run starts; the consumer follows the leader if it moves).
+ */
+interface FoundPartition {
   readonly topic: string;
   readonly brokerId: number;
   readonly partition: number;
+  readonly readFrom: number;
+}
+
+/** A partition to load in this run. */
+interface PartitionPlan extends FoundPartition {
   /** Offset this run starts at. */
   readonly from: number;
   /** The log end at the start of the run: this run reads up to it, not past it. */
@@ -114,7 +128,8 @@ interface PartitionResult {
   readonly gaps: Gap[];
 }
 
-const key = (brokerId: number, partition: number): string => `${brokerId}-${partition}`;
+/** The partition's name in offsets.json, the data file's and the messages: `<brokerId>-<partition>`, or `<partition>` for a replicated topic's. */
+const key = (brokerId: number, partition: number): string => groupPartitionName(groupPartition({ brokerId, partition }));
 
 async function load(opts: LoadOptions): Promise<void> {
   const logger = createLogger('klog-load');
@@ -125,7 +140,7 @@ async function load(opts: LoadOptions): Promise<void> {
   const seq = state.lastRun + 1;
 
   const { brokers, partitions } = await withZooKeeper(opts.zookeeper, logger, (zk) =>
-    findPartitions(new BrokerRegistry(zk, { logger }), opts.topic, state.offsets),
+    findPartitions(new BrokerRegistry(zk, { logger }), new ReplicatedTopicRegistry(zk, { logger }), opts.topic, state.offsets),
   );
 
   const consumers = new Map<number, SimpleConsumer>();
@@ -143,7 +158,7 @@ async function load(opts: LoadOptions): Promise<void> {
   let progress: Progress | undefined;
   try {
     const plans: PartitionPlan[] = [];
-    for (const p of partitions) plans.push(await planPartition(p, state.offsets[p.topic]?.[key(p.brokerId, p.partition)], consumerOf(p.brokerId), opts));
+    for (const p of partitions) plans.push(await planPartition(p, state.offsets[p.topic]?.[key(p.brokerId, p.partition)], consumerOf(p.readFrom), opts));
     logger.info({ run: seq, partitions: plans.length }, 'loading');
 
     run = await PendingRun.create(opts.out, seq);
@@ -153,9 +168,9 @@ async function load(opts: LoadOptions): Promise<void> {
       plans.length,
     );
     const bar = progress;
-    // Brokers are read in parallel, the partitions of one broker one after the other.
+    // Brokers are read in parallel, the partitions of one broker (or led by it) one after the other.
     const byBroker = new Map<number, PartitionPlan[]>();
-    for (const p of plans) byBroker.set(p.brokerId, [...(byBroker.get(p.brokerId) ?? []), p]);
+    for (const p of plans) byBroker.set(p.readFrom, [...(byBroker.get(p.readFrom) ?? []), p]);
     const stop = { failed: false };
     const settled = await Promise.allSettled(
       [...byBroker.entries()].map(async ([brokerId, list]) => {
@@ -224,39 +239,62 @@ async function load(opts: LoadOptions): Promise<void> {
 }
 
 /**
- * The partitions of the matching topics: those registered in ZooKeeper now, checked against the
+ * The partitions of the matching topics: those of paper topics registered in ZooKeeper now, and
+ * every partition `0..N-1` of each replicated topic (docs/replication.md §14), checked against the
  * ones the previous runs read.
- * @throws KlogError when no topic matches, or a partition read before is not registered now (its broker is down)
+ * @throws KlogError when no topic matches, a partition read before is not registered now (its
+ *   broker is down), or a replicated partition has no live leader (offline)
  */
 async function findPartitions(
   registry: BrokerRegistry,
+  replicated: ReplicatedTopicRegistry,
   pattern: RegExp,
   previous: Offsets,
-): Promise<{ brokers: Map<number, BrokerInfo>; partitions: { topic: string; brokerId: number; partition: number }[] }> {
+): Promise<{ brokers: Map<number, BrokerInfo>; partitions: FoundPartition[] }> {
   const topics = (await registry.listTopics()).filter((t) => pattern.test(t));
+  const definitions = [...(await replicated.readDefinitions()).entries()].filter(([t]) => pattern.test(t)).sort(([a], [b]) => a.localeCompare(b));
   const brokers = new Map((await registry.listBrokers()).map((b) => [b.id, b]));
-  const partitions: { topic: string; brokerId: number; partition: number }[] = [];
+  const partitions: FoundPartition[] = [];
   const missing: string[] = [];
-  for (const topic of topics) {
-    const live = allPartitions((await registry.topicPartitions(topic)).filter((c) => brokers.has(c.brokerId)));
-    const liveKeys = new Set(live.map((p) => key(p.brokerId, p.partition)));
+  const offline: string[] = [];
+  const checkPrevious = (topic: string, liveKeys: ReadonlySet<string>): void => {
     for (const k of Object.keys(previous[topic] ?? {}).sort(compareKeys)) {
       if (!liveKeys.has(k)) missing.push(`${topic} ${k}`);
     }
-    for (const p of live) partitions.push({ topic, ...p });
+  };
+  for (const topic of topics) {
+    const live = allPartitions((await registry.topicPartitions(topic)).filter((c) => brokers.has(c.brokerId)));
+    checkPrevious(topic, new Set(live.map((p) => key(p.brokerId, p.partition))));
+    for (const p of live) partitions.push({ topic, ...p, readFrom: p.brokerId });
+  }
+  for (const [topic, definition] of definitions) {
+    const states = await replicated.readPartitionStates(topic);
+    const numbers = definition.partitions.map((_replicas, partition) => partition);
+    checkPrevious(topic, new Set(numbers.map((partition) => key(replicatedBrokerId, partition))));
+    for (const partition of numbers) {
+      const leader = states.get(partition)?.state.leader ?? -1;
+      if (!brokers.has(leader)) offline.push(`${topic} ${partition}`);
+      else partitions.push({ topic, brokerId: replicatedBrokerId, partition, readFrom: leader });
+    }
   }
   if (missing.length > 0) {
     throw new KlogError(
       `partitions loaded by earlier runs are not registered in ZooKeeper now (is their broker down?): ${missing.join(', ')}; nothing committed`,
     );
   }
-  if (topics.length === 0) throw new KlogError(`no topic in ZooKeeper matches ${pattern.source}`);
+  if (offline.length > 0) throw new KlogError(`replicated partitions without a live leader (offline): ${offline.join(', ')}; nothing committed`);
+  if (topics.length === 0 && definitions.length === 0) throw new KlogError(`no topic in ZooKeeper matches ${pattern.source}`);
   return { brokers, partitions };
 }
 
+/** Orders partition names: `<brokerId>-<partition>` by broker then partition, `<partition>` (replicated) by partition. */
 function compareKeys(a: string, b: string): number {
-  const [ab, ap] = a.split('-').map(Number) as [number, number];
-  const [bb, bp] = b.split('-').map(Number) as [number, number];
+  const parts = (k: string): [number, number] => {
+    const n = k.split('-').map(Number);
+    return n.length === 1 ? [replicatedBrokerId, n[0]!] : [n[0]!, n[1]!];
+  };
+  const [ab, ap] = parts(a);
+  const [bb, bp] = parts(b);
   return ab - bb || ap - bp;
 }
 
@@ -280,7 +318,7 @@ function gapError(p: { topic: string; brokerId: number; partition: number }, gap
 
 /** Where the partition starts and ends in this run, from the stored offset and OFFSETS earliest/latest. */
 async function planPartition(
-  p: { topic: string; brokerId: number; partition: number },
+  p: FoundPartition,
   stored: number | undefined,
   consumer: SimpleConsumer,
   opts: LoadOptions,
@@ -318,7 +356,7 @@ async function loadPartition(
 ): Promise<PartitionResult> {
   const { topic, brokerId, partition, end } = plan;
   const gaps = [...plan.gaps];
-  const fileName = dataFileName(brokerId, partition, opts.format, opts.gzip === true);
+  const fileName = dataFileName(key(brokerId, partition), opts.format, opts.gzip === true);
   let file: PartitionFile | undefined;
   let offset = plan.from;
   let messages = 0;

@@ -4,9 +4,9 @@
  * ```
  * <out>/
  *   run-00000001/                  a committed run (only ever created by one rename)
- *     offsets.json                 topic → "<brokerId>-<partition>" → next offset to read
+ *     offsets.json                 topic → "<brokerId>-<partition>" (replicated: "<partition>") → next offset to read
  *     manifest.json                what the run read: per partition its range, counts, gaps
- *     <topic>/<brokerId>-<partition>.jsonl[.gz] | .raw[.gz]
+ *     <topic>/<brokerId>-<partition>.jsonl[.gz] | .raw[.gz]   (replicated: <topic>/<partition>.…)
  *   run-00000002/
  *   .tmp-run-00000003-<pid>/       a run in progress (or one that died): never read
  * ```
@@ -22,7 +22,7 @@ import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/p
 import { join } from 'node:path';
 import { KlogError } from '@klog/client';
 
-/** topic → `"<brokerId>-<partition>"` → the next offset to read. */
+/** topic → `"<brokerId>-<partition>"` (a replicated topic's: `"<partition>"`, docs/replication.md §14) → the next offset to read. */
 export type Offsets = Record<string, Record<string, number>>;
 
 /** Digits of the run number in directory names, so that names sort in run order. */
@@ -67,7 +67,7 @@ export async function readState(out: string): Promise<LoaderState> {
   } catch (e) {
     throw new KlogError(`cannot read the offsets of the last run, ${path}: ${(e as Error).message}`);
   }
-  if (!isOffsets(offsets)) throw new KlogError(`${path} is not a map of topic → "<brokerId>-<partition>" → offset`);
+  if (!isOffsets(offsets)) throw new KlogError(`${path} is not a map of topic → "<brokerId>-<partition>" or "<partition>" → offset`);
   return { lastRun: last.seq, offsets };
 }
 
@@ -78,7 +78,7 @@ function isOffsets(v: unknown): v is Offsets {
       typeof t === 'object' &&
       t !== null &&
       !Array.isArray(t) &&
-      Object.entries(t).every(([k, o]) => /^\d+-\d+$/.test(k) && Number.isSafeInteger(o) && (o as number) >= 0),
+      Object.entries(t).every(([k, o]) => /^(\d+-)?\d+$/.test(k) && Number.isSafeInteger(o) && (o as number) >= 0),
   );
 }
 

@@ -2,7 +2,8 @@
  * One data file of a run: the messages of one partition, newline-delimited, optionally gzipped.
  *
  * - `json` (`.jsonl`): one object per message,
- *   `{"topic":"…","brokerId":0,"partition":1,"offset":1234,"payload":"<base64>"}`. The payload is
+ *   `{"topic":"…","brokerId":0,"partition":1,"offset":1234,"payload":"<base64>"}` (`brokerId` −1
+ *   for a replicated topic's partition, docs/replication.md §14). The payload is
  *   base64 so that any bytes survive exactly. A message that carries metadata (docs/format.md) adds
  *   `"key"` (base64), `"timestamp"` (ms since the epoch) and `"host"`, each only when present.
  *   The messages of a gzip wrapper are written one by one, each with the wrapper's offset.
@@ -23,9 +24,13 @@ import { fsyncPath } from './layout.js';
 
 export type LoadFormat = 'json' | 'raw';
 
-/** The file name of a partition's data: `<brokerId>-<partition>.jsonl[.gz]` or `.raw[.gz]`. */
-export function dataFileName(brokerId: number, partition: number, format: LoadFormat, gzip: boolean): string {
-  return `${brokerId}-${partition}.${format === 'json' ? 'jsonl' : 'raw'}${gzip ? '.gz' : ''}`;
+/**
+ * The file name of a partition's data, `<name>.jsonl[.gz]` or `<name>.raw[.gz]`, where `name` is
+ * the partition's name: `<brokerId>-<partition>`, or `<partition>` for a replicated topic's
+ * (docs/replication.md §14).
+ */
+export function dataFileName(name: string, format: LoadFormat, gzip: boolean): string {
+  return `${name}.${format === 'json' ? 'jsonl' : 'raw'}${gzip ? '.gz' : ''}`;
 }
 
 /** One message as the loader writes it. */
@@ -52,6 +57,7 @@ export class PartitionFile {
 
   constructor(
     readonly path: string,
+    /** The partition: `brokerId` −1 for a replicated topic's (docs/replication.md §14). */
     private readonly where: { readonly topic: string; readonly brokerId: number; readonly partition: number },
     private readonly format: LoadFormat,
     gzip: boolean,
@@ -100,8 +106,9 @@ export class PartitionFile {
     for (const m of messages) {
       if (m.payload.includes(newline)) {
         const { topic, brokerId, partition } = this.where;
+        const name = brokerId < 0 ? String(partition) : `${brokerId}-${partition}`;
         throw new KlogError(
-          `--format raw: the message at offset ${m.offset} of topic ${topic} partition ${brokerId}-${partition} holds a newline byte, ` +
+          `--format raw: the message at offset ${m.offset} of topic ${topic} partition ${name} holds a newline byte, ` +
             'which raw output cannot represent; use --format json',
         );
       }
