@@ -79,7 +79,7 @@ export function firstMessageAtOrAfterTime(served: ServedLog, time: number): { of
   const end = visibleEndOf(served);
   // The newest segment last written before `time`: its messages without a timestamp are older than
   // `time`; from the next segment on, every message was appended at or after it.
-  const before = log.offsetsBefore(time - 1, 1)[0];
+  const before = time > 0 ? log.offsetsBefore(time - 1, 1)[0] : undefined; // (-1 and -2 are OFFSETS' latest and earliest)
   const newerFrom = before === undefined ? log.earliestOffset : (log.segmentStarts().find((s) => s > before) ?? Infinity);
   let pos = before ?? log.earliestOffset;
   let want = searchReadBytes;
