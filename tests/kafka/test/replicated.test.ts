@@ -13,7 +13,7 @@ import { ApiKey, KafkaErrorCode } from '@klog/kafka-protocol';
 import { ZkClient } from '@klog/zk-registry';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lines, run, waitFor } from './harness.js';
+import { klog, lines, run, waitFor } from './harness.js';
 import { KafkaReplicatedCluster } from './replicated-cluster.js';
 import { commitOffset, fetchCommitted, fetchValues, listOffset, produce } from './replicated-wire.js';
 import { KafkaWire } from './wire.js';
@@ -204,6 +204,29 @@ describe('committed offsets of a replicated topic', () => {
     }
     expect(held).toBeGreaterThan(0);
     expect(notHeld).toBeGreaterThan(0);
+  });
+});
+
+describe('committed offsets of a paper topic', () => {
+  it('are moved to a message boundary by the broker that holds the partition, never by another from its own log', async () => {
+    // Each broker holds its own partition 0 of the topic, Kafka partition = broker id; a long first message on each.
+    const topic = 'paper-commits';
+    for (const b of cluster.brokers) {
+      const p = await klog(['produce', '--broker-list', b.klog, '--topic', topic, '--acks', '2'], { input: `${'x'.repeat(100)}\nnext\n` });
+      expect(p.code, p.stderr).toBe(0);
+    }
+    await waitFor('Metadata to number the topic over the 3 brokers', async () => lines((await kcat(0, ['-L', '-t', topic])).stdout).some((l) => l.includes('partition 2, leader 2')), 10_000);
+    const group = 'paper-boundaries';
+    const id = await findCoordinator(await open(0), group);
+    const c = await open(id);
+    for (let partition = 0; partition < 3; partition++) {
+      expect(await commitOffset(c, group, topic, partition, 5)).toBe(0);
+      const stored = (await fetchCommitted(c, group, topic, partition)).offset;
+      const next = (await fetchValues(await open(partition), topic, partition, 5)).offsets[0];
+      // The coordinator's own partition: the message after offset 5. Another broker's: as committed,
+      // though the coordinator's own partition 0 has a message boundary elsewhere.
+      expect(stored, `Kafka partition ${partition} (coordinator ${id})`).toBe(partition === id ? next : 5);
+    }
   });
 });
 
