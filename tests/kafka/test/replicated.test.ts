@@ -3,8 +3,8 @@
  * "Partitions"; docs/replication.md), on 3 brokers over the real ZooKeeper: `kcat -L` lists each
  * partition with its leader, replicas and ISR as ZooKeeper has them; kcat with acks -1 and kafkajs
  * (producer and consumer group) write and read back through the leaders; a follower answers
- * NOT_LEADER_FOR_PARTITION; with the followers frozen an acks 1 message stays invisible until the
- * high watermark passes it (Fetch and ListOffsets latest), and once the ISR has shrunk below
+ * NOT_LEADER_FOR_PARTITION; with the followers frozen a message flushed on the leader stays
+ * invisible until the high watermark passes it (Fetch and ListOffsets latest), and once the ISR has shrunk below
  * `min.insync.replicas` acks -1 is refused with NOT_ENOUGH_REPLICAS and nothing is appended;
  * committed offsets go to `/consumers/<group>/offsets/<topic>/<partition>`, moved to a message
  * boundary only by a coordinator that holds a replica.
@@ -15,7 +15,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { klog, lines, run, waitFor } from './harness.js';
 import { KafkaReplicatedCluster } from './replicated-cluster.js';
-import { commitOffset, fetchCommitted, fetchValues, listOffset, produce } from './replicated-wire.js';
+import { commitOffset, fetchCommitted, fetchValues, listOffset, produce, produceFlushedKlog } from './replicated-wire.js';
 import { KafkaWire } from './wire.js';
 
 const TOPIC = 'events';
@@ -133,7 +133,7 @@ describe('a replicated topic through the Kafka listener', () => {
     expect((await fetchValues(leader, TOPIC, 0, 0)).values).not.toContain('to a follower');
   });
 
-  it('with the followers frozen, an acks 1 message waits for the high watermark; below min.insync.replicas acks -1 gets NOT_ENOUGH_REPLICAS and appends nothing', async () => {
+  it('with the followers frozen, a message flushed on the leader waits for the high watermark; below min.insync.replicas acks -1 gets NOT_ENOUGH_REPLICAS and appends nothing', async () => {
     const topic = 'frozen';
     await cluster.createTopic(topic, 1, 3, 2);
     const s = (await cluster.state(topic, 0))!;
@@ -143,9 +143,9 @@ describe('a replicated topic through the Kafka listener', () => {
     const hwBefore = (await listOffset(w, topic, 0, -1)).offset;
     for (const id of followers) cluster.brokers[id]!.proc.kill('SIGSTOP');
     try {
-      const appended = await produce(w, topic, 0, 1, ['past the high watermark']);
+      // Flushed on the leader (klog's acks 2), not on the frozen ISR members: not visible.
+      const appended = await produceFlushedKlog(cluster.brokers[s.leader]!.klog, topic, 0, 'past the high watermark');
       expect(appended.error).toBe(0);
-      // Appended on the leader, not yet flushed on the (frozen) ISR: not visible.
       const hidden = await fetchValues(w, topic, 0, 0);
       const latest = await listOffset(w, topic, 0, -1);
       const isrMeanwhile = (await cluster.state(topic, 0))!.isr;
