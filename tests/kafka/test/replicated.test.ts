@@ -7,7 +7,8 @@
  * invisible until the high watermark passes it (Fetch and ListOffsets latest), and once the ISR has shrunk below
  * `min.insync.replicas` acks -1 is refused with NOT_ENOUGH_REPLICAS and nothing is appended;
  * committed offsets go to `/consumers/<group>/offsets/<topic>/<partition>`, moved to a message
- * boundary only by a coordinator that holds a replica.
+ * boundary only by a coordinator that holds a replica; a paper topic's only by the broker that
+ * holds the partition, never from the coordinator's own partition of the same number.
  */
 import { ApiKey, KafkaErrorCode } from '@klog/kafka-protocol';
 import { ZkClient } from '@klog/zk-registry';
