@@ -20,6 +20,8 @@ export const KafkaErrorCode = {
   NotCoordinator: 16,
   InvalidTopicException: 17,
   RecordListTooLarge: 18,
+  NotEnoughReplicas: 19,
+  NotEnoughReplicasAfterAppend: 20,
   InvalidRequiredAcks: 21,
   IllegalGeneration: 22,
   InconsistentGroupProtocol: 23,

@@ -3,7 +3,9 @@
  * produces reads back identically through kcat and through `klog consume`; what `klog produce`
  * wrote reads back identically through kcat; keys survive both ways; `kcat -L` lists the broker,
  * topics and partitions; `kcat -e` exits at the end of the partition because the high watermark
- * is the last message's offset + 1.
+ * is the last message's offset + 1; `kcat -Q` (ListOffsets v1 by time) answers the first message
+ * whose timestamp is at or after the time, the earliest offset for a time before every message,
+ * -1 only for a time after them all.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -93,5 +95,32 @@ describe('kcat against the Kafka listener', () => {
     expect(text).toContain(`broker 0 at ${broker.kafka}`);
     expect(text).toContain('topic "kcat-listed" with 1 partitions:');
     expect(text).toMatch(/partition 0, leader 0, replicas: 0, isrs: 0/);
+  });
+
+  it('kcat -Q answers the first message at or after a time: the earliest offset for time 0, -1 after every message', async () => {
+    expect((await kcat(['-P', '-t', 'kcat-times'], 'first\n')).code).toBe(0);
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await kcat(['-P', '-t', 'kcat-times'], 'second\nthird\n')).code).toBe(0);
+    const c = await kcat(['-C', '-e', '-o', 'beginning', '-t', 'kcat-times', '-f', '%T %o %s\n']);
+    const got = lines(c.stdout).map((l) => l.split(' ').map((x, i) => (i < 2 ? Number(x) : x)) as [number, number, string]);
+    expect(got.map((g) => g[2])).toEqual(['first', 'second', 'third']);
+    const [t1, o1] = got[0]!;
+    const [t2, o2] = got[1]!;
+    expect(t2).toBeGreaterThan(t1);
+    const query = async (topic: string, time: number) => {
+      const q = await kcat(['-Q', '-t', `${topic}:0:${time}`]);
+      expect(q.code, q.stderr).toBe(0);
+      return Number(/offset (-?\d+)/.exec(q.stdout.toString())?.[1]);
+    };
+    expect(await query('kcat-times', 0)).toBe(o1);
+    expect(await query('kcat-times', t1)).toBe(o1);
+    expect(await query('kcat-times', t1 + 1)).toBe(o2);
+    expect(await query('kcat-times', t2)).toBe(o2);
+    expect(await query('kcat-times', Date.now() + 3_600_000)).toBe(-1);
+    // Messages without a timestamp (klog produce) count as written when their segment was last written.
+    const p = await klog(['produce', '--broker-list', broker.klog, '--topic', 'klog-times', '--acks', '2'], { input: 'a\nb\n' });
+    expect(p.code, p.stderr).toBe(0);
+    expect(await query('klog-times', 0)).toBe(0);
+    expect(await query('klog-times', Date.now() + 3_600_000)).toBe(-1);
   });
 });

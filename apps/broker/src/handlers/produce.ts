@@ -237,10 +237,11 @@ export async function appendProduceAck(ctx: BrokerContext, req: ProduceAckReques
  * One partition's PRODUCE_ACK on a replicated topic (docs/replication.md §11): checked whole,
  * appended by the leader only (NotLeaderForPartition elsewhere), refused whole with
  * NotEnoughReplicas for acks −1 when the ISR is below `min.insync.replicas`, and answered after
- * the append (1), the leader's flush (2) or the high watermark reaching the set (−1).
- * Never rejects: errors become the result's code.
+ * the append (1), the leader's flush (2) or the high watermark reaching the set (−1). Also the
+ * Kafka listener's Produce to a replicated partition (docs/kafka-protocol.md, "Partitions").
+ * Never rejects: errors become the result's code (counted in `klog_errors_total`).
  */
-async function produceReplicated(ctx: BrokerContext, p: PartitionMessages, acks: number): Promise<ProduceAckResult> {
+export async function produceReplicated(ctx: BrokerContext, p: PartitionMessages, acks: number): Promise<ProduceAckResult> {
   const result = (errorCode: ErrorCodeValue, offset = -1, nextOffset = -1): ProduceAckResult => {
     if (errorCode !== ErrorCode.None) ctx.metrics.error(errorCodeName(errorCode));
     return { topic: p.topic, partition: p.partition, errorCode, offset, nextOffset };

@@ -9,9 +9,16 @@
  * partition stopped (each byte appended is walked once); for a fetch offset, the offset itself
  * when a message starts there, the answer remembered from an earlier fetch ("last + 1" of what
  * was served), or a walk from the start of the segment that holds it.
+ *
+ * What consumers may see of a log ends at its visible end ({@link visibleEndOf}): the flushed end
+ * of a paper partition, the high watermark of a replicated one (docs/replication.md §9.5). A
+ * replicated partition's walk starts again when its leader epoch changes or its end falls below
+ * what was walked (a follower that truncated, then led again), since the bytes past the old
+ * high watermark may have changed.
  */
 import { klogMessageAt, walkKlogMessageHeads } from '@klog/kafka-protocol';
 import type { Log } from '@klog/storage';
+import { visibleEndOf, type ServedLog } from './partitions.js';
 
 /** Bytes read per step of a walk of message heads. */
 const walkReadBytes = 64 * 1024;
@@ -27,27 +34,34 @@ interface PartitionEnd {
   last: number | undefined;
   /** `lastServed + 1` → the offset of the message after `lastServed`. */
   readonly next: Map<number, number>;
+  /** The leader epoch of a replicated partition when the walk began (0 for a paper one). */
+  readonly epoch: number;
 }
 
 /** The high watermark and message boundaries of every log, for the Kafka listener. */
 export class PartitionEnds {
   private readonly ends = new WeakMap<Log, PartitionEnd>();
 
-  private state(log: Log): PartitionEnd {
+  private state(served: ServedLog, end: number): PartitionEnd {
+    const log = served.log;
+    const epoch = served.replica?.leaderEpoch ?? 0;
     let s = this.ends.get(log);
-    if (s === undefined || s.walkedTo < log.earliestOffset) {
-      s = { walkedTo: lastSegmentStartAtOrBefore(log, log.visibleEnd), last: undefined, next: s?.next ?? new Map<number, number>() };
+    if (s === undefined || s.walkedTo < log.earliestOffset || s.walkedTo > end || s.epoch !== epoch) {
+      const keep = s !== undefined && s.epoch === epoch && s.walkedTo <= end;
+      s = { walkedTo: lastSegmentStartAtOrBefore(log, end), last: undefined, next: keep ? s!.next : new Map<number, number>(), epoch };
       this.ends.set(log, s);
     }
     return s;
   }
 
   /**
-   * The last visible message's offset + 1; for a log without a visible message, its visible end.
+   * The last visible message's offset + 1; for a log without a visible message, its visible end
+   * ({@link visibleEndOf}).
    */
-  highWatermark(log: Log): number {
-    const s = this.state(log);
-    const end = log.visibleEnd;
+  highWatermark(served: ServedLog): number {
+    const log = served.log;
+    const end = visibleEndOf(served);
+    const s = this.state(served, end);
     if (s.walkedTo < end) {
       const { last, next } = walk(log, s.walkedTo, end);
       if (last !== undefined) s.last = last;
@@ -64,19 +78,20 @@ export class PartitionEnds {
   }
 
   /**
-   * The offset of the first message at or after `offset` (`visibleEnd` when there is none).
-   * `offset` must be within `[earliestOffset, visibleEnd]`.
+   * The offset of the first message at or after `offset` (the visible end, {@link visibleEndOf},
+   * when there is none). `offset` must be within `[earliestOffset, visible end]`.
    */
-  firstMessageAtOrAfter(log: Log, offset: number): number {
-    const end = log.visibleEnd;
+  firstMessageAtOrAfter(served: ServedLog, offset: number): number {
+    const log = served.log;
+    const end = visibleEndOf(served);
     if (offset >= end || offset <= log.earliestOffset) return Math.min(offset, end);
-    const s = this.state(log);
+    const s = this.state(served, end);
     const remembered = s.next.get(offset);
     if (remembered !== undefined) return remembered;
     if (startsMessage(log, offset, end)) return offset;
     let pos = lastSegmentStartAtOrBefore(log, offset);
     while (pos < offset) {
-      const heads = walkKlogMessageHeads(log.read(pos, Math.min(walkReadBytes, end - pos)), pos, offset);
+      const heads = walkKlogMessageHeads(log.read(pos, Math.min(walkReadBytes, end - pos), end), pos, offset);
       if (heads.next === pos || heads.corrupt) return end;
       pos = heads.next;
     }
@@ -84,8 +99,8 @@ export class PartitionEnds {
   }
 
   /** Remembers that the message after the one at `lastServed` starts at `next` (a fetch served up to it). */
-  served(log: Log, lastServed: number, next: number): void {
-    const m = this.state(log).next;
+  served(served: ServedLog, lastServed: number, next: number): void {
+    const m = this.state(served, visibleEndOf(served)).next;
     if (m.size >= maxRemembered) m.delete(m.keys().next().value!);
     m.set(lastServed + 1, next);
   }
@@ -96,7 +111,7 @@ function walk(log: Log, from: number, end: number): { last: number | undefined; 
   let pos = from;
   let last: number | undefined;
   while (pos < end) {
-    const heads = walkKlogMessageHeads(log.read(pos, Math.min(walkReadBytes, end - pos)), pos);
+    const heads = walkKlogMessageHeads(log.read(pos, Math.min(walkReadBytes, end - pos), end), pos);
     if (heads.last !== undefined) last = heads.last;
     if (heads.corrupt || heads.next === pos) return { last, next: heads.next, corrupt: heads.corrupt };
     pos = heads.next;
@@ -105,9 +120,9 @@ function walk(log: Log, from: number, end: number): { last: number | undefined; 
 }
 
 function startsMessage(log: Log, offset: number, end: number): boolean {
-  const head = log.read(offset, Math.min(headReadBytes, end - offset));
+  const head = log.read(offset, Math.min(headReadBytes, end - offset), end);
   const at = klogMessageAt(head);
-  if (at.status === 'cut' && at.size <= end - offset) return klogMessageAt(log.read(offset, at.size)).status === 'message';
+  if (at.status === 'cut' && at.size <= end - offset) return klogMessageAt(log.read(offset, at.size, end)).status === 'message';
   return at.status === 'message';
 }
 

@@ -1,29 +1,26 @@
 /**
  * Fetch and ListOffsets (docs/kafka-protocol.md, "Offsets"). A fetch reads the same logs as
- * klog's FETCH, from the first message at or after the fetch offset, never past the visible
- * (flushed) end, and re-frames the klog messages as Kafka messages of the response's magic with
+ * klog's FETCH, from the first message at or after the fetch offset, never past the visible end
+ * (the flushed end; a replicated partition's high watermark, read from its leader only:
+ * docs/replication.md §9.5), and re-frames the klog messages as Kafka messages of the response's magic with
  * their byte offsets; the first message is served whole even when it is larger than the
  * partition's max bytes, so no consumer stalls. With fewer than min_bytes to send it waits up to
- * max_wait_ms for a flush of one of the partitions asked for.
+ * max_wait_ms for a flush (a high watermark move) of one of the partitions asked for.
  */
 import {
   KafkaErrorCode,
   decodeFetchRequest,
-  decodeListOffsetsRequest,
   encodeFetchResponse,
-  encodeListOffsetsResponse,
   fetchMagic,
   kafkaMessageSetOf,
   klogMessageAt,
   type FetchPartitionResponse,
   type FetchRequest,
   type KafkaReader,
-  type ListOffsetsPartitionResponse,
   type RequestHeader,
 } from '@klog/kafka-protocol';
-import type { Log } from '@klog/storage';
 import type { KafkaContext } from './context.js';
-import { kafkaErrorOf, localLog } from './partitions.js';
+import { kafkaErrorOf, localLog, onVisibleEndMoved, visibleEndOf, type ServedLog } from './partitions.js';
 import { longPoll } from '../long-poll.js';
 
 const emptyRecords = Buffer.alloc(0);
@@ -45,12 +42,12 @@ interface FetchAnswer {
   /** Bytes of records in the answer. */
   readonly bytes: number;
   /** Logs asked for that had nothing to send (to wait on). */
-  readonly logs: Log[];
+  readonly logs: ServedLog[];
 }
 
 async function readAll(k: KafkaContext, req: FetchRequest, magic: 0 | 1): Promise<FetchAnswer> {
   let bytes = 0;
-  const logs: Log[] = [];
+  const logs: ServedLog[] = [];
   const topics: FetchAnswer['topics'] = [];
   for (const t of req.topics) {
     const partitions: FetchPartitionResponse[] = [];
@@ -60,10 +57,9 @@ async function readAll(k: KafkaContext, req: FetchRequest, magic: 0 | 1): Promis
         partitions.push({ partition: p.partition, errorCode: local.errorCode, highWatermark: -1, records: emptyRecords });
         continue;
       }
-      const log = local.log;
       const budget = Math.min(p.maxBytes, k.broker.config.maxFetchBytes, Math.max(0, req.maxBytes - bytes));
-      const answer = await readPartition(k, log, p.fetchOffset, bytes > 0 && budget === 0 ? 0 : Math.max(budget, 1), magic);
-      if (answer.errorCode === KafkaErrorCode.None && answer.records.length === 0) logs.push(log);
+      const answer = await readPartition(k, local, p.fetchOffset, bytes > 0 && budget === 0 ? 0 : Math.max(budget, 1), magic);
+      if (answer.errorCode === KafkaErrorCode.None && answer.records.length === 0) logs.push(local);
       bytes += answer.records.length;
       partitions.push({ partition: p.partition, ...answer });
     }
@@ -72,20 +68,27 @@ async function readAll(k: KafkaContext, req: FetchRequest, magic: 0 | 1): Promis
   return { topics, bytes, logs };
 }
 
-async function readPartition(k: KafkaContext, log: Log, fetchOffset: number, maxBytes: number, magic: 0 | 1): Promise<Omit<FetchPartitionResponse, 'partition'>> {
+/**
+ * One partition's answer. OFFSET_OUT_OF_RANGE below the earliest offset and past the visible end;
+ * on a replicated partition an offset between the high watermark and the log end answers no
+ * records (a consumer there waits for the high watermark, docs/replication.md §9.5).
+ */
+async function readPartition(k: KafkaContext, served: ServedLog, fetchOffset: number, maxBytes: number, magic: 0 | 1): Promise<Omit<FetchPartitionResponse, 'partition'>> {
+  const log = served.log;
   try {
-    const highWatermark = k.ends.highWatermark(log);
-    const end = log.visibleEnd;
-    if (fetchOffset < log.earliestOffset || fetchOffset > end) {
+    const highWatermark = k.ends.highWatermark(served);
+    const end = visibleEndOf(served);
+    const last = served.replica !== undefined ? log.logEndOffset : end;
+    if (fetchOffset < log.earliestOffset || fetchOffset > last) {
       return { errorCode: KafkaErrorCode.OffsetOutOfRange, highWatermark, records: emptyRecords };
     }
-    const start = k.ends.firstMessageAtOrAfter(log, fetchOffset);
+    const start = fetchOffset >= end ? end : k.ends.firstMessageAtOrAfter(served, fetchOffset);
     if (start >= end || maxBytes === 0) return { errorCode: KafkaErrorCode.None, highWatermark, records: emptyRecords };
-    let set = log.read(start, maxBytes);
+    let set = log.read(start, maxBytes, end);
     const first = klogMessageAt(set);
-    if (first.status === 'cut' && first.size > set.length) set = log.read(start, Math.min(first.size, end - start));
+    if (first.status === 'cut' && first.size > set.length) set = log.read(start, Math.min(first.size, end - start), end);
     const framed = await kafkaMessageSetOf(set, start, magic, k.broker.config.maxFetchBytes);
-    if (framed.lastOffset !== undefined) k.ends.served(log, framed.lastOffset, framed.nextOffset);
+    if (framed.lastOffset !== undefined) k.ends.served(served, framed.lastOffset, framed.nextOffset);
     k.broker.metrics.bytesOut(log.topic, framed.records.length);
     return { errorCode: KafkaErrorCode.None, highWatermark, records: framed.records };
   } catch (err) {
@@ -95,34 +98,10 @@ async function readPartition(k: KafkaContext, log: Log, fetchOffset: number, max
 }
 
 /**
- * Waits until one of `logs` flushes, `ms` pass, or the broker or connection closes
+ * Waits until the visible end of one of `logs` moves (a flush; a replicated partition's high
+ * watermark, or its leadership ending), `ms` pass, or the broker or connection closes
  * (`k.broker.closing`), through the broker's one long-poll wait (`../long-poll.ts`).
  */
-export function waitForFlush(k: KafkaContext, logs: readonly Log[], ms: number): Promise<void> {
-  return longPoll(k.broker.closing, ms, (wake) => logs.map((log) => log.onFlush(() => wake())));
-}
-
-/** Handles a ListOffsets request: -1 the high watermark, -2 the earliest offset, a time: the start of the newest segment last written before it. */
-export async function handleKafkaListOffsets(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
-  const req = decodeListOffsetsRequest(r, h.apiVersion);
-  const topics = [];
-  for (const t of req.topics) {
-    const partitions: ListOffsetsPartitionResponse[] = [];
-    for (const p of t.partitions) {
-      const local = await localLog(k, t.name, p.partition, false);
-      if (local.log === undefined) {
-        partitions.push({ partition: p.partition, errorCode: local.errorCode, offsets: [] });
-        continue;
-      }
-      const log = local.log;
-      const max = Math.max(1, p.maxNumOffsets);
-      let offsets: number[];
-      if (p.timestamp === -1) offsets = [k.ends.highWatermark(log)];
-      else if (p.timestamp === -2) offsets = [log.earliestOffset];
-      else offsets = log.offsetsBefore(p.timestamp, max).map((o) => (o === log.visibleEnd ? k.ends.highWatermark(log) : o));
-      partitions.push({ partition: p.partition, errorCode: KafkaErrorCode.None, offsets });
-    }
-    topics.push({ name: t.name, partitions });
-  }
-  return encodeListOffsetsResponse(h.correlationId, h.apiVersion, topics);
+export function waitForFlush(k: KafkaContext, logs: readonly ServedLog[], ms: number): Promise<void> {
+  return longPoll(k.broker.closing, ms, (wake) => logs.flatMap((served) => onVisibleEndMoved(served, wake)));
 }

@@ -48,7 +48,7 @@ export async function startKafkaListener(
   const address = server.address();
   const realPort = typeof address === 'object' && address ? address.port : port;
   const host = advertisedHost ?? broker.config.host;
-  const topology = new KafkaTopology(broker.logs, { nodeId: broker.config.brokerId, host, port: realPort }, zk);
+  const topology = new KafkaTopology(broker.logs, { nodeId: broker.config.brokerId, host, port: realPort }, zk, () => broker.metadataCache?.topics() ?? []);
   const groups = new GroupCoordinator(topology, zk ? zkOffsetStore(zk) : fileOffsetStore(broker.config.logDir), broker.logger);
   const k: KafkaContext = { broker, topology, ends: new PartitionEnds(), groups };
   const sockets = new Set<Socket>();

@@ -1,10 +1,13 @@
 /**
  * Metadata and CreateTopics (docs/kafka-protocol.md, "Partitions"). Metadata lists the brokers
- * with a Kafka listener and each topic's Kafka partitions with their leader (the broker that
- * holds it; replicas and ISR are that broker alone). A topic nobody has is created on this
- * broker with `num.partitions` partitions when the request allows it (v1-3 always, v4 when
- * allow_auto_topic_creation is set), as a klog produce creates one. CreateTopics creates a topic
- * on this broker with the partition count asked for; klog's topics have one replica.
+ * with a Kafka listener and each topic's Kafka partitions: a paper topic's with their leader (the
+ * broker that holds it; replicas and ISR are that broker alone), a replicated topic's `0..N-1`
+ * as they are, from the broker's metadata cache (docs/replication.md §13.1): leader, replica
+ * list and ISR, LEADER_NOT_AVAILABLE with leader -1 for an offline partition. A topic nobody has
+ * is created on this broker with `num.partitions` partitions when the request allows it (v1-3
+ * always, v4 when allow_auto_topic_creation is set), as a klog produce creates one; a replicated
+ * topic's name never is. CreateTopics creates a paper topic on this broker with the partition
+ * count asked for.
  */
 import {
   KafkaErrorCode,
@@ -16,6 +19,7 @@ import {
   type MetadataTopic,
   type RequestHeader,
 } from '@klog/kafka-protocol';
+import type { MetadataCache } from '../replication/metadata-cache.js';
 import type { KafkaContext } from './context.js';
 import { kafkaErrorOf } from './partitions.js';
 
@@ -41,6 +45,8 @@ export async function handleKafkaMetadata(k: KafkaContext, h: RequestHeader, r: 
 }
 
 async function describeTopic(k: KafkaContext, name: string, create: boolean): Promise<MetadataTopic> {
+  const replicated = k.broker.metadataCache?.partitions(name);
+  if (replicated !== undefined) return describeReplicated(name, replicated);
   try {
     let parts = await k.topology.partitions(name);
     // Kafka's own rule: a Metadata request creates a topic only under auto.create.topics.enable,
@@ -60,6 +66,18 @@ async function describeTopic(k: KafkaContext, name: string, create: boolean): Pr
   }
 }
 
+/** A replicated topic's partitions as they are: each one's leader, replica list and ISR as last seen in ZooKeeper. */
+function describeReplicated(name: string, partitions: NonNullable<ReturnType<MetadataCache['partitions']>>): MetadataTopic {
+  return {
+    errorCode: KafkaErrorCode.None,
+    name,
+    partitions: partitions.map(({ replicas, state }, partition) => {
+      const leader = state?.leader ?? -1;
+      return { errorCode: leader === -1 ? KafkaErrorCode.LeaderNotAvailable : KafkaErrorCode.None, partition, leader, replicas, isr: state?.isr ?? [] };
+    }),
+  };
+}
+
 /** Handles a CreateTopics request. */
 export async function handleKafkaCreateTopics(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
   const req = decodeCreateTopicsRequest(r);
@@ -73,7 +91,7 @@ async function createTopic(k: KafkaContext, t: { name: string; numPartitions: nu
   if (t.replicationFactor !== 1 && t.replicationFactor !== -1) return KafkaErrorCode.InvalidReplicationFactor;
   if (t.numPartitions === 0 || t.numPartitions < -1 || t.numPartitions > maxCreatePartitions) return KafkaErrorCode.InvalidPartitions;
   try {
-    if ((await k.topology.partitions(t.name)).length > 0) return KafkaErrorCode.TopicAlreadyExists;
+    if (k.broker.replicas.isReplicatedTopic(t.name) || (await k.topology.partitions(t.name)).length > 0) return KafkaErrorCode.TopicAlreadyExists;
     await k.broker.logs.createTopic(t.name, t.numPartitions === -1 ? k.broker.config.numPartitions : t.numPartitions);
     return KafkaErrorCode.None;
   } catch (err) {

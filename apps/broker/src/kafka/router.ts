@@ -4,7 +4,8 @@
  */
 import { ApiKey, KafkaProtocolError, KafkaErrorCode, apiKeyName, checkSupported, encodeApiVersionsResponse, type KafkaReader, type RequestHeader } from '@klog/kafka-protocol';
 import type { KafkaContext } from './context.js';
-import { handleKafkaFetch, handleKafkaListOffsets } from './fetch.js';
+import { handleKafkaFetch } from './fetch.js';
+import { handleKafkaListOffsets } from './list-offsets.js';
 import { handleFindCoordinator, handleHeartbeat, handleJoinGroup, handleLeaveGroup, handleOffsetCommit, handleOffsetFetch, handleSyncGroup } from './groups/handlers.js';
 import { handleKafkaCreateTopics, handleKafkaMetadata } from './metadata.js';
 import { handleKafkaProduce } from './produce.js';

@@ -29,6 +29,8 @@ export class KafkaTopology {
     /** This broker, as Kafka clients reach it. */
     readonly self: KafkaBroker,
     zk: ZkClient | undefined,
+    /** The replicated topics' names as last seen (the broker's metadata cache); none when standalone. */
+    private readonly replicatedTopics: () => readonly string[] = () => [],
   ) {
     this.registry = zk && new BrokerRegistry(zk);
     this.listeners = zk && new KafkaListenerRegistry(zk);
@@ -48,16 +50,18 @@ export class KafkaTopology {
     return out.sort((a, b) => a.nodeId - b.nodeId);
   }
 
-  /** Every topic known: this broker's, and in cluster mode every registered one. */
+  /** Every topic known: this broker's, and in cluster mode every registered one, replicated topics included. */
   async topics(): Promise<string[]> {
     const names = new Set(this.logs.topics().keys());
     if (this.registry !== undefined) for (const t of await this.registry.listTopics()) names.add(t);
+    for (const t of this.replicatedTopics()) names.add(t);
     return [...names].sort();
   }
 
   /**
-   * A topic's Kafka partitions: entry `k` is Kafka partition `k`, held by broker `brokerId` as
-   * its klog partition `partition`. Empty for a topic no live broker holds.
+   * A paper topic's Kafka partitions: entry `k` is Kafka partition `k`, held by broker `brokerId`
+   * as its klog partition `partition`. Empty for a topic no live broker holds, and for a
+   * replicated topic (whose Kafka partitions are its own, docs/kafka-protocol.md "Partitions").
    */
   async partitions(topic: string): Promise<readonly BrokerPartition[]> {
     const local = this.logs.partitionCount(topic);

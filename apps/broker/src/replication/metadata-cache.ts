@@ -69,6 +69,26 @@ export class MetadataCache {
     return this.#topics.size;
   }
 
+  /** The replicated topics as last seen, sorted. */
+  topics(): string[] {
+    return [...this.#topics.keys()].sort();
+  }
+
+  /** How many partitions a replicated topic has (its definition's `0..N-1`); undefined for any other topic. */
+  partitionCount(topic: string): number | undefined {
+    return this.#topics.get(topic)?.definition.partitions.length;
+  }
+
+  /**
+   * Every partition of a replicated topic as last seen: its replica list (preferred leader
+   * first) and its state (leader, leader epoch, ISR; undefined until read); undefined for any
+   * other topic. For the Kafka listener's Metadata (docs/kafka-protocol.md, "Partitions").
+   */
+  partitions(topic: string): { readonly replicas: readonly number[]; readonly state: PartitionState | undefined }[] | undefined {
+    const cached = this.#topics.get(topic);
+    return cached?.definition.partitions.map((replicas, p) => ({ replicas, state: cached.states[p] }));
+  }
+
   /** The state of a partition as last seen; undefined when unknown. */
   partitionState(topic: string, partition: number): PartitionState | undefined {
     return this.#topics.get(topic)?.states[partition];

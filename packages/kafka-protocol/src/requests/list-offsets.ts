@@ -59,6 +59,8 @@ export interface ListOffsetsPartitionResponse {
   readonly errorCode: number;
   /** Newest first (v0 sends them all, v1 the first, or -1 when there is none). */
   readonly offsets: readonly number[];
+  /** v1: the timestamp of the message found by a search by time; absent (-1 sent) otherwise. */
+  readonly timestamp?: number;
 }
 
 /** The framed ListOffsets response of `version` (0-1). */
@@ -72,7 +74,7 @@ export function encodeListOffsetsResponse(
     w.string(t.name).array(t.partitions, (w, p) => {
       w.int32(p.partition).int16(p.errorCode);
       if (version === 0) w.array(p.offsets, (w, o) => w.int64(o));
-      else w.int64(-1).int64(p.offsets[0] ?? -1);
+      else w.int64(p.offsets.length > 0 ? (p.timestamp ?? -1) : -1).int64(p.offsets[0] ?? -1);
     }),
   );
   return finishResponse(w);

@@ -22,9 +22,9 @@ import {
   type OffsetFetchPartition,
   type RequestHeader,
 } from '@klog/kafka-protocol';
-import type { BrokerPartition } from '@klog/zk-registry';
+import type { GroupPartition } from '@klog/zk-registry';
 import type { KafkaContext } from '../context.js';
-import { kafkaErrorOf } from '../partitions.js';
+import { heldReplica, kafkaErrorOf, visibleEndOf, type ServedLog } from '../partitions.js';
 import { maxSessionTimeoutMs, minSessionTimeoutMs } from './coordinator.js';
 
 /** Logs a group request's answer at debug level (docs/kafka-protocol.md, "Consumer groups"). */
@@ -82,7 +82,18 @@ export async function handleLeaveGroup(k: KafkaContext, h: RequestHeader, r: Kaf
   return encodeErrorCodeResponse(h.correlationId, typeof g === 'number' ? g : g.leave(req.memberId));
 }
 
-/** OffsetCommit v2: stored per (broker, partition) of each Kafka partition, fenced by generation. */
+/**
+ * The partition a group commits for Kafka partition `partition` of `topic`: a replicated topic's
+ * own partition (docs/replication.md §14), a paper topic's (broker, partition); undefined when
+ * the topic has no such partition.
+ */
+async function groupPartitionOf(k: KafkaContext, topic: string, partition: number): Promise<GroupPartition | undefined> {
+  const replicated = k.broker.metadataCache?.partitionCount(topic);
+  if (replicated !== undefined) return partition >= 0 && partition < replicated ? { replicated: true, partition } : undefined;
+  return (await k.topology.partitions(topic))[partition];
+}
+
+/** OffsetCommit v2: stored per (broker, partition) of each Kafka partition (a replicated topic's: per partition), fenced by generation. */
 export async function handleOffsetCommit(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer> {
   const req = decodeOffsetCommitRequest(r);
   const g = await k.groups.group(req.groupId);
@@ -95,10 +106,10 @@ export async function handleOffsetCommit(k: KafkaContext, h: RequestHeader, r: K
       let errorCode: number = fenced;
       if (errorCode === KafkaErrorCode.None) {
         try {
-          const bp = (await k.topology.partitions(t.name))[p.partition];
-          if (bp === undefined) errorCode = KafkaErrorCode.UnknownTopicOrPartition;
+          const gp = await groupPartitionOf(k, t.name, p.partition);
+          if (gp === undefined) errorCode = KafkaErrorCode.UnknownTopicOrPartition;
           else if (p.offset < 0) errorCode = KafkaErrorCode.InvalidCommitOffsetSize;
-          else await k.groups.offsets.commit(req.groupId, t.name, bp, boundaryOf(k, t.name, bp, p.offset));
+          else await k.groups.offsets.commit(req.groupId, t.name, gp, boundaryOf(k, t.name, gp, p.offset));
         } catch (err) {
           k.broker.logger.warn({ group: req.groupId, topic: t.name, partition: p.partition, err: (err as Error).message }, 'Kafka offset commit failed');
           errorCode = kafkaErrorOf(err);
@@ -113,14 +124,25 @@ export async function handleOffsetCommit(k: KafkaContext, h: RequestHeader, r: K
 
 /**
  * The offset stored for a commit of `offset`: a Kafka client commits "last offset + 1", inside
- * the last message it read; where this broker holds the partition, the first message at or after
- * it is stored instead, so klog's own consumers can resume from it too and lag reads 0 at the end.
+ * the last message it read; where this broker holds the partition (a paper partition of its own,
+ * or a replica of a replicated one, leader or follower) and `offset` is within what it holds
+ * visible (the flushed end; the high watermark of its replica, below which every replica has the
+ * same bytes), the first message at or after it is stored instead, so klog's own consumers can
+ * resume from it too and lag reads 0 at the end. Anywhere else the coordinator cannot know where
+ * messages start, and stores `offset` as committed.
  */
-function boundaryOf(k: KafkaContext, topic: string, bp: BrokerPartition, offset: number): number {
-  if (bp.brokerId !== k.topology.self.nodeId) return offset;
-  const log = k.broker.logs.getLog(topic, bp.partition);
-  if (log === undefined || offset < log.earliestOffset || offset > log.visibleEnd) return offset;
-  return k.ends.firstMessageAtOrAfter(log, offset);
+function boundaryOf(k: KafkaContext, topic: string, gp: GroupPartition, offset: number): number {
+  const served = heldLog(k, topic, gp);
+  if (served === undefined || offset < served.log.earliestOffset || offset > visibleEndOf(served)) return offset;
+  return k.ends.firstMessageAtOrAfter(served, offset);
+}
+
+/** This broker's log of a group partition, when it holds one. */
+function heldLog(k: KafkaContext, topic: string, gp: GroupPartition): ServedLog | undefined {
+  if ('replicated' in gp) return heldReplica(k, topic, gp.partition);
+  if (gp.brokerId !== k.topology.self.nodeId) return undefined;
+  const log = k.broker.logs.getLog(topic, gp.partition);
+  return log === undefined ? undefined : { log };
 }
 
 /** OffsetFetch v1: -1 for a partition without a committed offset. */
@@ -136,8 +158,8 @@ export async function handleOffsetFetch(k: KafkaContext, h: RequestHeader, r: Ka
         continue;
       }
       try {
-        const bp = (await k.topology.partitions(t.name))[partition];
-        const offset = bp === undefined ? undefined : await k.groups.offsets.read(req.groupId, t.name, bp);
+        const gp = await groupPartitionOf(k, t.name, partition);
+        const offset = gp === undefined ? undefined : await k.groups.offsets.read(req.groupId, t.name, gp);
         partitions.push({ partition, offset: offset ?? -1, errorCode: KafkaErrorCode.None });
       } catch (err) {
         partitions.push({ partition, offset: -1, errorCode: kafkaErrorOf(err) });

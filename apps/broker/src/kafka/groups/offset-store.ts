@@ -1,21 +1,25 @@
 /**
  * Where the offsets Kafka consumer groups commit are kept (docs/kafka-protocol.md, "Consumer
  * groups"): in cluster mode in ZooKeeper under the paper's
- * `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>` (so `klog groups --describe` shows
- * them beside klog's own groups); a standalone broker keeps them in its log dir, one JSON file
+ * `/consumers/<group>/offsets/<topic>/<brokerId>-<partition>`, a replicated topic's under
+ * `…/<topic>/<partition>` (docs/replication.md §14; so `klog groups --describe` shows them beside
+ * klog's own groups); a standalone broker keeps them in its log dir, one JSON file
  * per group in `kafka-group-offsets/`, written to a temporary file, fsynced and renamed.
  */
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { OffsetRegistry, checkGroup, type BrokerPartition, type ZkClient } from '@klog/zk-registry';
+import { OffsetRegistry, checkGroup, isReplicatedPartition, type GroupPartition, type ZkClient } from '@klog/zk-registry';
 
-/** Commits and reads group offsets: the next byte offset to read of a (broker, partition). */
+/** Commits and reads group offsets: the next byte offset to read of a paper (broker, partition) or a replicated partition. */
 export interface GroupOffsetStore {
   /** @throws InvalidNameError for a group or topic that cannot be a path; I/O and ZooKeeper errors */
-  commit(group: string, topic: string, partition: BrokerPartition, offset: number): Promise<void>;
+  commit(group: string, topic: string, partition: GroupPartition, offset: number): Promise<void>;
   /** The committed offset, or undefined when none is. */
-  read(group: string, topic: string, partition: BrokerPartition): Promise<number | undefined>;
+  read(group: string, topic: string, partition: GroupPartition): Promise<number | undefined>;
 }
+
+/** A partition's key in a group offset file: `<brokerId>-<partition>`, or `<partition>` for a replicated one. */
+const fileKey = (p: GroupPartition): string => (isReplicatedPartition(p) ? String(p.partition) : `${p.brokerId}-${p.partition}`);
 
 /** The offsets in ZooKeeper (cluster mode). */
 export function zkOffsetStore(zk: ZkClient): GroupOffsetStore {
@@ -70,14 +74,14 @@ export function fileOffsetStore(logDir: string): GroupOffsetStore {
   return {
     async commit(group, topic, bp, offset) {
       const g = await load(group);
-      (g[topic] ??= {})[`${bp.brokerId}-${bp.partition}`] = offset;
+      (g[topic] ??= {})[fileKey(bp)] = offset;
       const prev = writing.get(group) ?? Promise.resolve();
       const next = prev.catch(() => {}).then(() => write(group, g));
       writing.set(group, next);
       await next;
     },
     async read(group, topic, bp) {
-      return (await load(group))[topic]?.[`${bp.brokerId}-${bp.partition}`];
+      return (await load(group))[topic]?.[fileKey(bp)];
     },
   };
 }
