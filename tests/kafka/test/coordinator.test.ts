@@ -113,6 +113,19 @@ describe('the group coordinator in a cluster', () => {
     expect(s.int16()).toBe(0);
     const rb = await sb;
     expect([rb.int16(), rb.bytes().toString()]).toEqual([0, 'p1']);
+    const bLastSeen = Date.now();
+    // From here on b is silent; a heartbeats every 500 ms on a connection of its own (a Kafka
+    // client's heartbeat thread), so a slow step below cannot let a's session lapse.
+    const keepAlive = await open(coordinator);
+    const aHeartbeats: { code: number; at: number }[] = [];
+    const rebalanced = (async () => {
+      for (;;) {
+        const code = (await keepAlive.call(ApiKey.Heartbeat, 0, heartbeat(group, 2, ja.memberId))).int16();
+        aHeartbeats.push({ code, at: Date.now() });
+        if (code !== 0 || Date.now() - bLastSeen > 30_000) return code;
+        await sleep(500);
+      }
+    })();
 
     // The old generation is fenced: heartbeats and commits of generation 1 are refused.
     expect((await a.call(ApiKey.Heartbeat, 0, heartbeat(group, 1, ja.memberId))).int16()).toBe(KafkaErrorCode.IllegalGeneration);
@@ -136,10 +149,13 @@ describe('the group coordinator in a cluster', () => {
     const row = described.partitions.find((p) => p.topic === 'spread' && p.brokerId === 1 && p.partition === 0);
     expect(row).toMatchObject({ offset: 0 });
 
-    // b goes silent: after its session timeout (4 s) it is no member, and a is asked to rejoin.
-    await sleep(2500);
-    expect((await a.call(ApiKey.Heartbeat, 0, heartbeat(group, 2, ja.memberId))).int16()).toBe(0);
-    await sleep(2500);
+    // b went silent: after its session timeout (4 s) it is no member, and a is asked to rejoin;
+    // until then every heartbeat of a was answered 0.
+    expect(await rebalanced).toBe(KafkaErrorCode.RebalanceInProgress);
+    const removedAt = aHeartbeats.at(-1)!.at;
+    expect(aHeartbeats.slice(0, -1).every((h) => h.code === 0)).toBe(true);
+    expect(removedAt - bLastSeen).toBeGreaterThanOrEqual(3500);
+    keepAlive.close();
     expect((await b.call(ApiKey.Heartbeat, 0, heartbeat(group, 2, jb.memberId))).int16()).toBe(KafkaErrorCode.UnknownMemberId);
     expect((await a.call(ApiKey.Heartbeat, 0, heartbeat(group, 2, ja.memberId))).int16()).toBe(KafkaErrorCode.RebalanceInProgress);
     expect((await a.call(ApiKey.LeaveGroup, 0, (w) => w.string(group).string(ja.memberId))).int16()).toBe(0);
