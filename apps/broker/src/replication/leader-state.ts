@@ -150,8 +150,10 @@ export class LeaderState {
    * write is pending (the caller asks again once it is done).
    * - shrink: an ISR follower not caught up for more than `replica.lag.time.max.ms`, or one
    *   whose last fetch reported a flushed end below the high watermark;
-   * - expand: a follower outside the ISR whose flushed end is ≥ the high watermark and whose
-   *   fetched end is ≥ the start of the leader's epoch.
+   * - expand: a follower outside the ISR whose flushed end is ≥ the high watermark, whose
+   *   fetched end is ≥ the start of the leader's epoch, and that was caught up within
+   *   `replica.lag.time.max.ms` (the shrink would not remove it again at once: a dead
+   *   follower's last positions, on an idle partition, still meet the first two).
    */
   proposeIsrChange(nowMs: number): IsrProposal | undefined {
     if (this.#pendingIsr !== undefined) return undefined;
@@ -166,7 +168,13 @@ export class LeaderState {
           next.delete(id);
           removed.push(id);
         }
-      } else if (f.flushedEnd !== undefined && f.fetchedEnd !== undefined && f.flushedEnd >= this.#highWatermark && f.fetchedEnd >= this.epochStartOffset) {
+      } else if (
+        f.flushedEnd !== undefined &&
+        f.fetchedEnd !== undefined &&
+        f.flushedEnd >= this.#highWatermark &&
+        f.fetchedEnd >= this.epochStartOffset &&
+        nowMs - f.lastCaughtUpMs <= this.replicaLagTimeMaxMs
+      ) {
         next.add(id);
         added.push(id);
       }
