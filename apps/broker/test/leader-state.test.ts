@@ -188,6 +188,20 @@ describe('LeaderState: ISR expand (docs/replication.md §9.4)', () => {
     expect(s.proposeIsrChange(1000 + lag + 601)?.added).toEqual([2]);
   });
 
+  it('does not add back a follower removed for lagging whose last positions still meet the high watermark (a dead follower of an idle partition)', () => {
+    const s = state({ replicas: [1, 2, 3], isr: [1, 2, 3] });
+    s.recordFetch(2, 0, 0, 0, 0, 1001);
+    s.recordFetch(3, 0, 0, 0, 0, 1001);
+    s.recordFetch(2, 0, 0, 0, 0, 1001 + lag); // 3 stopped fetching
+    const shrink = s.proposeIsrChange(1002 + lag);
+    expect(shrink).toEqual({ isr: [1, 2], added: [], removed: [3] });
+    s.beginIsrChange(shrink!.isr);
+    s.finishIsrChange(shrink!.isr);
+    expect(s.proposeIsrChange(1003 + lag)).toBeUndefined();
+    s.recordFetch(3, 0, 0, 0, 0, 1004 + lag); // it fetches again, caught up
+    expect(s.proposeIsrChange(1005 + lag)).toEqual({ isr: [1, 2, 3], added: [3], removed: [] });
+  });
+
   it('a follower that never fetched in this epoch is not added', () => {
     const s = state({ isr: [1] });
     expect(s.proposeIsrChange(1001)).toBeUndefined();

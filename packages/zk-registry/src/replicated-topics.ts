@@ -208,19 +208,28 @@ export class ReplicatedTopicRegistry {
 
   /**
    * Every partition state of `topic`, by partition. A state that does not parse is logged and
-   * left out (the partition is offline, §3.1).
+   * left out (the partition is offline, §3.1). The reads are pipelined on the session (all sent,
+   * then all answered), so a topic of thousands of partitions costs about one round trip, not
+   * one per partition: the controller reads them before every election (docs/replication.md §5.2).
    */
   async readPartitionStates(topic: string): Promise<Map<number, PartitionStateNode>> {
+    const partitions = await this.listPartitions(topic);
+    const read = await Promise.all(
+      partitions.map(async (partition) => {
+        try {
+          return await this.readPartitionState(topic, partition);
+        } catch (error) {
+          if (!(error instanceof InvalidZkValueError)) throw error;
+          this.logger.error({ topic, partition, err: error }, 'unreadable partition state; the partition counts as offline');
+          return undefined;
+        }
+      }),
+    );
     const out = new Map<number, PartitionStateNode>();
-    for (const partition of await this.listPartitions(topic)) {
-      try {
-        const node = await this.readPartitionState(topic, partition);
-        if (node !== undefined) out.set(partition, node);
-      } catch (error) {
-        if (!(error instanceof InvalidZkValueError)) throw error;
-        this.logger.error({ topic, partition, err: error }, 'unreadable partition state; the partition counts as offline');
-      }
-    }
+    partitions.forEach((partition, i) => {
+      const node = read[i];
+      if (node !== undefined) out.set(partition, node);
+    });
     return out;
   }
 

@@ -8,8 +8,9 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Admin, SimpleConsumer, ZkProducer } from '@klog/client';
-import { ControllerRegistry, ReplicatedTopicRegistry, type PartitionState } from '@klog/zk-registry';
+import { Admin, Connection, SimpleConsumer, ZkProducer, type LeaderRetryOptions, type ZkProducerOptions } from '@klog/client';
+import { decodeTopicMetadataResponse, encodeTopicMetadataRequest, errorCodeName } from '@klog/protocol';
+import { ControllerRegistry, ReplicatedTopicRegistry, type ControllerInfo, type PartitionState } from '@klog/zk-registry';
 import { assertZooKeeperRunning, removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { BrokerProcess, ZkClient, killAll, removeLogDirs, sleep, waitFor } from './harness.js';
 import { describeDifferences, diffAllReplicas } from './replica-files.js';
@@ -95,11 +96,6 @@ export class ReplicatedCluster {
     return (await this.registry.readPartitionState(topic, partition))?.state;
   }
 
-  /** The broker id of the controller (`/controller`, docs/replication.md §5.1), −1 while there is none. */
-  async controller(): Promise<number> {
-    return (await new ControllerRegistry(this.zk).readController())?.brokerId ?? -1;
-  }
-
   /** The leader of every partition of `topic`, by partition (−1: offline). */
   async leaders(topic: string, partitions: number): Promise<number[]> {
     return Promise.all(Array.from({ length: partitions }, async (_, p) => (await this.state(topic, p))?.leader ?? -1));
@@ -128,6 +124,70 @@ export class ReplicatedCluster {
     return times.length === 0 ? undefined : Math.min(...times);
   }
 
+  /** The controller named in `/controller` (docs/replication.md §5.1) with its epoch, undefined while there is none. */
+  async controllerInfo(): Promise<ControllerInfo | undefined> {
+    return new ControllerRegistry(this.zk).readController();
+  }
+
+  /**
+   * What every running broker (frozen ones left out, see `paused`) says about the leaders of
+   * `topic` against ZooKeeper (docs/replication.md §17.7): each partition has a leader in its
+   * state that is a running broker; every running broker's TOPIC_METADATA answer (its metadata
+   * cache, §13.1) names the same leader at the same leader epoch; and each running broker's
+   * `klog_partitions_led` (its own role, §15.3) equals the partitions ZooKeeper says it leads,
+   * so that no two brokers lead one partition. Needs the brokers started with `--metrics-port`.
+   * @returns a list of disagreements, empty when all agree
+   */
+  async leaderDisagreements(topic: string, partitions: number, paused: ReadonlySet<number> = new Set()): Promise<string[]> {
+    const problems: string[] = [];
+    const states = await this.registry.readPartitionStates(topic);
+    const live = this.brokers.filter((b) => b.running && !paused.has(b.id));
+    const ledInZk = new Map<number, number>();
+    for (let p = 0; p < partitions; p++) {
+      const s = states.get(p)?.state;
+      if (s === undefined || s.leader < 0) problems.push(`${topic}/${p}: no leader in ZooKeeper`);
+      else if (!live.some((b) => b.id === s.leader)) problems.push(`${topic}/${p}: ZooKeeper names broker ${s.leader}, which is not running`);
+      else ledInZk.set(s.leader, (ledInZk.get(s.leader) ?? 0) + 1);
+    }
+    for (const b of live) {
+      const c = new Connection({ host: '127.0.0.1', port: b.port, connectTimeoutMs: 5000, requestTimeoutMs: 10_000 });
+      try {
+        const r = await c.request(encodeTopicMetadataRequest([topic]));
+        const m = decodeTopicMetadataResponse(r.errorCode, r.body);
+        const entry = m.topics.find((t) => t.topic === topic);
+        if (m.errorCode !== 0 || entry === undefined || entry.errorCode !== 0) {
+          problems.push(`broker ${b.id}: TOPIC_METADATA answered ${errorCodeName(entry?.errorCode ?? m.errorCode)}`);
+        } else {
+          for (const e of entry.partitions) {
+            const s = states.get(e.partition)?.state;
+            if (s !== undefined && (e.leader !== s.leader || e.leaderEpoch !== s.leaderEpoch)) {
+              problems.push(`broker ${b.id}: ${topic}/${e.partition} led by ${e.leader} at epoch ${e.leaderEpoch} in its metadata, by ${s.leader} at epoch ${s.leaderEpoch} in ZooKeeper`);
+            }
+          }
+          if (entry.partitions.length !== partitions) problems.push(`broker ${b.id}: its metadata has ${entry.partitions.length} partitions of ${topic}`);
+        }
+      } catch (err) {
+        problems.push(`broker ${b.id}: TOPIC_METADATA failed: ${(err as Error).message}`);
+      } finally {
+        await c.close();
+      }
+      const led = await b.metric('klog_partitions_led').catch((err: Error) => `unreadable (${err.message})`);
+      if (led !== (ledInZk.get(b.id) ?? 0)) problems.push(`broker ${b.id}: klog_partitions_led ${led}, ZooKeeper names it leader of ${ledInZk.get(b.id) ?? 0}`);
+    }
+    return problems;
+  }
+
+  /** Polls {@link leaderDisagreements} until there is none; throws with the last ones after `timeoutMs`. */
+  async waitForLeaderAgreement(topic: string, partitions: number, timeoutMs = 30_000, paused?: ReadonlySet<number>): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const problems = await this.leaderDisagreements(topic, partitions, paused);
+      if (problems.length === 0) return;
+      if (Date.now() > deadline) throw new Error(`leaders still disagree after ${timeoutMs} ms:\n${problems.slice(0, 30).join('\n')}\n${this.problems()}`);
+      await sleep(200);
+    }
+  }
+
   /** The warn and error lines the brokers logged (the last 20 of each), for a failure message. */
   problems(): string {
     return this.brokers
@@ -141,13 +201,17 @@ export class ReplicatedCluster {
   /**
    * Waits until every replica of every partition of `topic` is byte-identical (followers
    * catch up after the producers stopped); throws naming the differences left after `timeoutMs`.
+   * A partition's replicas are the brokers of its replica list in the topic's definition.
    */
   async waitForIdenticalReplicas(topic: string, partitions: number, timeoutMs = 30_000): Promise<void> {
+    const definition = await this.registry.readDefinition(topic);
+    if (definition === undefined) throw new Error(`topic ${topic} has no definition in ZooKeeper`);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const diffs: string[] = [];
       for (let p = 0; p < partitions; p++) {
-        for (const [dir, d] of await diffAllReplicas(this.logDirs, topic, p)) diffs.push(`${topic}-${p} of ${this.logDirs[0]} against ${dir}:\n${describeDifferences(d)}`);
+        const dirs = (definition.partitions[p] ?? []).map((id) => this.logDirs[id]!);
+        for (const [dir, d] of await diffAllReplicas(dirs, topic, p)) diffs.push(`${topic}-${p} of ${dirs[0]} against ${dir}:\n${describeDifferences(d)}`);
       }
       if (diffs.length === 0) return;
       if (Date.now() > deadline) throw new Error(`replicas still differ after ${timeoutMs} ms:\n${diffs.join('\n')}`);
@@ -197,8 +261,12 @@ export class AckedLoad {
   readonly sends: AckedSend[] = [];
   /** Sends that failed, with their error's message (their records may or may not be stored). */
   readonly failures: Array<{ t: number; partition: number; message: string }> = [];
+  /** The producer's retries across leader changes (docs/replication.md §13.2), by the error code that caused each (−1: the connection failed). */
+  readonly retriesByCode = new Map<number, number>();
   private stopped = false;
   private running: Promise<void> | undefined;
+  /** The partitions {@link start} sends to. */
+  private sending: readonly number[] = [];
   private readonly producer: ZkProducer;
 
   constructor(
@@ -207,15 +275,40 @@ export class AckedLoad {
     readonly partitions: number,
     /** Records per send. */
     readonly batch = 5,
-    /** How long the producer retries a send across leader changes and refusals before it fails it, ms. */
-    retryTimeoutMs = 60_000,
+    /**
+     * How long the producer retries a send across leader changes and refusals before it fails
+     * it, ms (with at most 1000 retries); or the producer's own bounds (`{}`: the client's
+     * defaults, as an application gets them, docs/replication.md §13.2).
+     */
+    retry: number | LeaderRetryOptions = 60_000,
   ) {
-    this.producer = new ZkProducer({ zookeeper: connect, acks: 'all', retryTimeoutMs, maxRetries: 1000 });
+    const bounds = typeof retry === 'number' ? { retryTimeoutMs: retry, maxRetries: 1000 } : retry;
+    this.producer = new ZkProducer({ zookeeper: connect, acks: 'all', ...bounds, logger: this.retryCounter() });
+  }
+
+  /** Retries across leader changes so far (the producer's own count). */
+  get retries(): number {
+    return this.producer.leaderRetries;
+  }
+
+  /** A logger that counts the producer's retries by code (its debug line of each retry). */
+  private retryCounter(): NonNullable<ZkProducerOptions['logger']> {
+    const ignore = (): void => {};
+    return {
+      debug: (obj, msg) => {
+        const code = (obj as { code?: unknown }).code;
+        if (msg === 'produce failed on a leader change; retrying' && typeof code === 'number') this.retriesByCode.set(code, (this.retriesByCode.get(code) ?? 0) + 1);
+      },
+      info: ignore,
+      warn: ignore,
+      error: ignore,
+    };
   }
 
   /** Starts one sender per partition (or only for `only`). */
   start(only?: readonly number[]): this {
     const partitions = only ?? Array.from({ length: this.partitions }, (_, p) => p);
+    this.sending = partitions;
     this.running = Promise.all(partitions.map((p) => this.sendLoop(p))).then(() => undefined);
     return this;
   }
@@ -265,7 +358,7 @@ export class AckedLoad {
    */
   async succeedsAfter(from: number, startedAfter: number, timeoutMs: number): Promise<number> {
     const firstAck = (p: number): number | undefined => this.sends.find((s) => s.partition === p && s.sentMs >= startedAfter)?.ackedMs;
-    const all = Array.from({ length: this.partitions }, (_, p) => p);
+    const all = this.sending;
     await waitFor(`every partition acknowledged a send started after ${new Date(startedAfter).toISOString()}`, () => all.every((p) => firstAck(p) !== undefined), timeoutMs);
     return Math.max(...all.map((p) => firstAck(p)!)) - from;
   }

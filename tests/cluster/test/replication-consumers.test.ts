@@ -102,7 +102,7 @@ describe('replication: a group consumer and the mirror maker through a leader ki
     const groupAtKill = groupCommits.last();
     const mirrorAtKill = mirrorCommits.last();
 
-    const recoveryMs = await load.succeedsAfter(killedAt + 100, 4 * SESSION_MS + 30_000);
+    const recoveryMs = await load.succeedsAfter(killedAt, killedAt + 100, 4 * SESSION_MS + 30_000);
     await acks(load.count + 200, 'with the leader dead');
     // Both keep working without the dead broker: what was acknowledged so far arrives before it is back.
     const ackedWhileDead = load.acked.slice();

@@ -235,6 +235,7 @@ export class Controller {
         return sent;
       } catch (err) {
         if (!(err instanceof ZkMultiError) || err.reason !== 'BadVersion' || attempt >= maxDecideAttempts) throw err;
+        term.ctx.logger.info({ attempt, writes: plan.writes.length, op: err.op.path }, 'a partition state changed under the write; reading the states again and deciding again');
         const topics = new Set(plan.writes.map((w) => parsePartitionKey(w.key).topic));
         for (const topic of topics) await readTopicStates(this.#topics, term.view, topic);
       }
