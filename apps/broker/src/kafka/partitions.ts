@@ -22,7 +22,9 @@ export interface ServedLog {
 }
 
 /** A partition's log, or the Kafka error that says why there is none here. */
-export type LocalLog = ({ readonly errorCode?: undefined } & ServedLog) | { readonly log?: undefined; readonly replica?: undefined; readonly errorCode: KafkaErrorCodeValue };
+export type LocalLog =
+  | ({ readonly errorCode?: undefined } & ServedLog)
+  | { readonly log?: undefined; readonly replica?: undefined; readonly errorCode: KafkaErrorCodeValue };
 
 /**
  * The end of what consumers may read of `served`: the flushed end of a paper partition, the high
