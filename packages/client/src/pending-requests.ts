@@ -51,7 +51,10 @@ export class PendingRequests<R> {
     return this.slots[(this.head + i) & (this.slots.length - 1)];
   }
 
-  /** The entry with the earliest deadline (the oldest of those that tie), or undefined when none is written. O(length): for a timer that fires, not per request. */
+  /**
+   * The entry with the earliest deadline (the oldest of those that tie), or undefined when none
+   * is written. O(length): for a timer that fires, not for every request.
+   */
   earliestDeadline(): PendingRequest<R> | undefined {
     let best: PendingRequest<R> | undefined;
     for (let i = 0; i < this.count; i++) {
