@@ -16,12 +16,21 @@
  * response is not copied after the kernel put it there (only the start of a frame that arrived
  * behind the previous one is moved, once, into a buffer of its size).
  *
+ * Requests waiting for a response are a FIFO ring ({@link PendingRequests}): answering one, or
+ * starting its clock once it is written, costs no scan and no closure. The request timeout is one
+ * timer per connection, armed for the earliest deadline of the written requests; it is not moved
+ * when a response arrives, and when it fires it fails the connection if a request is past its
+ * deadline, else re-arms for the earliest one. A request that waits fails with the same error as
+ * with a timer of its own: "no response within N ms; connection closed".
+ *
  * The socket is opened on first use and again on the first use after it closed, so a broker
  * restart costs the requests that were waiting, not the Connection.
  */
 import { type OnReadOpts, Socket, type SocketConstructorOpts } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { bufferView, type Decoder, frameSizeBytes, openFrame, readFrameSize } from '@klog/protocol';
 import { KlogConnectionError } from './errors.js';
+import { PendingRequests } from './pending-requests.js';
 
 /** Options of a {@link Connection}. */
 export interface ConnectionOptions {
@@ -39,13 +48,6 @@ export interface ConnectionOptions {
 export interface Response {
   readonly errorCode: number;
   readonly body: Decoder;
-}
-
-interface Pending {
-  readonly resolve: (r: Response) => void;
-  readonly reject: (e: Error) => void;
-  readonly timeoutMs: number;
-  timer?: NodeJS.Timeout;
 }
 
 /** Default most ms to wait for a response. */
@@ -111,8 +113,22 @@ export class Connection {
   private socket: Socket | undefined;
   /** Resolves once `socket` is connected. */
   private connecting: Promise<Socket> | undefined;
-  /** Requests written and waiting for their response, oldest first. */
-  private readonly pending: Pending[] = [];
+  /** Requests queued or written and waiting for their response, oldest first. */
+  private readonly pending = new PendingRequests<Response>();
+  /**
+   * Request frames of the current socket whose written callback has come, less the responses
+   * received: the next written callback is that of `pending.at(writtenAhead)` (negative when a
+   * response came before its request's written callback).
+   */
+  private writtenAhead = 0;
+  /** The written callback of every request frame of the current socket (see {@link open}). */
+  private requestWritten: WrittenCallback = ignoreWritten;
+  /**
+   * The one request-timeout timer of the connection, armed for `timerAt` (`performance.now()`
+   * ms), at or before the earliest deadline of the written requests; undefined while none waits.
+   */
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = 0;
   /** The receive buffer: bytes arrive at `rxEnd`; `[rxStart, rxEnd)` is the start of frames not yet whole. */
   private rx: Buffer = Buffer.alloc(0);
   private rxStart = 0;
@@ -158,12 +174,11 @@ export class Connection {
         reject(new KlogConnectionError(this.address, 'connection is closed'));
         return;
       }
-      const p: Pending = { resolve, reject, timeoutMs: this.requestTimeoutMs + extraWaitMs };
-      this.pending.push(p);
-      // The clock starts when the request is handed to the socket; a failed write fails p through fail().
-      this.enqueueBytes(frame.buffer, frame.byteOffset, frame.length, (err) => {
-        if (err === undefined) this.arm(p);
-      });
+      // The socket first, so that the frame gets this socket's written callback.
+      if (this.socket === undefined) this.openInBackground();
+      this.pending.push({ resolve, reject, timeoutMs: this.requestTimeoutMs + extraWaitMs, deadline: Infinity });
+      // The clock starts when the request is handed to the socket; a failed write fails it through fail().
+      this.enqueueBytes(frame.buffer, frame.byteOffset, frame.length, this.requestWritten);
     });
   }
 
@@ -244,11 +259,7 @@ export class Connection {
       this.out.push({ memory, start, end: start + length, earlier: undefined, last: written, lastTimes: 1 });
     }
     this.outBytes += length;
-    if (this.socket === undefined) {
-      this.open().catch(() => {
-        // fail() has reported the error to every queued frame and waiting request.
-      });
-    }
+    if (this.socket === undefined) this.openInBackground();
     if (this.outBytes >= coalesceBytes) this.writeQueued();
     else if (!this.writeScheduled) {
       this.writeScheduled = true;
@@ -289,11 +300,35 @@ export class Connection {
     }
   }
 
-  private arm(p: Pending): void {
-    if (!this.pending.includes(p)) return;
-    p.timer = setTimeout(() => {
-      this.fail(new KlogConnectionError(this.address, `no response within ${p.timeoutMs} ms; connection closed`));
-    }, p.timeoutMs);
+  /** The next request frame of the socket has been handed to the operating system (or failed to be): its clock starts. */
+  private written(failed: boolean): void {
+    const p = this.pending.at(this.writtenAhead++);
+    if (p === undefined || failed) return;
+    const deadline = performance.now() + p.timeoutMs;
+    p.deadline = deadline;
+    if (this.timer === undefined || deadline < this.timerAt) this.armTimer(deadline);
+  }
+
+  /** (Re)arms the request-timeout timer for `deadline` (`performance.now()` ms). */
+  private armTimer(deadline: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerAt = deadline;
+    this.timer = setTimeout(this.onTimer, Math.max(1, Math.ceil(deadline - performance.now())));
+  }
+
+  /** The timer is due: fails the connection if a written request is past its deadline, else re-arms for the earliest deadline. */
+  private readonly onTimer = (): void => {
+    this.timer = undefined;
+    const p = this.pending.earliestDeadline();
+    if (p === undefined) return;
+    if (p.deadline <= performance.now()) this.fail(new KlogConnectionError(this.address, `no response within ${p.timeoutMs} ms; connection closed`));
+    else this.armTimer(p.deadline);
+  };
+
+  private openInBackground(): void {
+    this.open().catch(() => {
+      // fail() has reported the error to every queued frame and waiting request.
+    });
   }
 
   private open(): Promise<Socket> {
@@ -310,6 +345,11 @@ export class Connection {
       };
       const socket = new Socket({ onread } as SocketConstructorOpts);
       this.socket = socket;
+      // Written callbacks of an earlier socket (which fail() has settled) do not count for this one.
+      this.writtenAhead = 0;
+      this.requestWritten = (err) => {
+        if (this.socket === socket) this.written(err !== undefined);
+      };
       socket.setNoDelay(true);
       const timer = setTimeout(() => {
         socket.destroy(new Error(`connect timed out after ${this.connectTimeoutMs} ms`));
@@ -346,15 +386,16 @@ export class Connection {
 
   /** Fails every waiting request and every queued frame with `err` and drops the socket. */
   private fail(err: Error): void {
-    const waiting = this.pending.splice(0);
-    for (const p of waiting) {
-      if (p.timer) clearTimeout(p.timer);
-      p.reject(err);
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
     }
+    for (const p of this.pending.drain()) p.reject(err);
     const queued = this.out;
     this.out = [];
     this.outBytes = 0;
     for (const run of queued) callBack(run, err);
+    this.writtenAhead = 0;
     const socket = this.socket;
     if (socket) {
       this.socket = undefined;
@@ -415,7 +456,12 @@ export class Connection {
       this.fail(new KlogConnectionError(this.address, 'response received with no request waiting for it'));
       return;
     }
-    if (p.timer) clearTimeout(p.timer);
+    this.writtenAhead--;
+    if (this.pending.length === 0 && this.timer !== undefined) {
+      // Idle: no timer keeps the process alive.
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
     try {
       const { head, body } = openFrame(frame);
       p.resolve({ errorCode: head, body });
