@@ -34,3 +34,17 @@ export async function replaceFileDurably(file: string, text: string): Promise<vo
   await fs.promises.rename(tmp, file);
   await syncDir(path.dirname(file));
 }
+
+/**
+ * Reads a file that {@link replaceFileDurably} writes, as UTF-8.
+ * @returns its text, or undefined when it does not exist (ENOENT)
+ * @throws other file system errors
+ */
+export async function readDurableFile(file: string): Promise<string | undefined> {
+  try {
+    return await fs.promises.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}

@@ -14,10 +14,9 @@
  * fsynced). The value on disk is never above what was committed when it was written; a reader
  * caps it at the log end (a truncation after the write).
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCode } from '@klog/protocol';
-import { replaceFileDurably } from './durable-file.js';
+import { readDurableFile, replaceFileDurably } from './durable-file.js';
 import { StorageError } from './errors.js';
 
 /** The checkpoint's file name in a replica directory. */
@@ -48,13 +47,8 @@ export function parseHighWatermark(text: string, file: string): number {
  */
 export async function readHighWatermark(dir: string, logEndOffset: number): Promise<number | undefined> {
   const file = path.join(dir, highWatermarkFile);
-  let text: string;
-  try {
-    text = await fs.promises.readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const text = await readDurableFile(file);
+  if (text === undefined) return undefined;
   return Math.min(parseHighWatermark(text, file), logEndOffset);
 }
 

@@ -22,7 +22,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCode } from '@klog/protocol';
-import { replaceFileDurably, replacingSuffix } from './durable-file.js';
+import { readDurableFile, replaceFileDurably, replacingSuffix } from './durable-file.js';
 import { StorageError } from './errors.js';
 
 /** Name of the checkpoint file in a replica's directory. */
@@ -135,13 +135,8 @@ export class LeaderEpochCheckpoint {
     checkOffset('logEndOffset', logEndOffset);
     const file = path.join(dir, leaderEpochCheckpointFileName);
     await fs.promises.rm(file + replacingSuffix, { force: true });
-    let text: string | undefined;
-    try {
-      text = await fs.promises.readFile(file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      await fs.promises.access(dir);
-    }
+    const text = await readDurableFile(file);
+    if (text === undefined) await fs.promises.access(dir);
     const entries = text === undefined ? [] : parseLeaderEpochCheckpoint(text, file);
     const checkpoint = new LeaderEpochCheckpoint(dir, entries);
     const kept = entries.filter((e) => e.startOffset <= logEndOffset);

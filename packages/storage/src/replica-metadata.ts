@@ -13,10 +13,9 @@
  * file is written once, through a `.tmp` beside it (written, fdatasynced, renamed), before the
  * directory holds any segment (see `ReplicaLog.create`).
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCode } from '@klog/protocol';
-import { replaceFileDurably } from './durable-file.js';
+import { readDurableFile, replaceFileDurably } from './durable-file.js';
 import { StorageError } from './errors.js';
 
 /** Name of the file in a replica's directory. */
@@ -81,13 +80,8 @@ export function parseReplicaProperties(text: string, file: string): ReplicaMetad
  */
 export async function readReplicaMetadata(dir: string): Promise<ReplicaMetadata | undefined> {
   const file = path.join(dir, replicaPropertiesFileName);
-  let text: string;
-  try {
-    text = await fs.promises.readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const text = await readDurableFile(file);
+  if (text === undefined) return undefined;
   return parseReplicaProperties(text, file);
 }
 
