@@ -102,8 +102,8 @@ describe('replication: a stale leader after its session expired (docs/replicatio
 
       const load = new AckedLoad(c.connect, topic, PARTITIONS).start();
       await waitFor('200 messages acknowledged', () => load.count >= 200, 60_000);
-      // Producers that keep their connections to L, whoever leads. A broker answers a connection's
-      // requests in order, so each connection gets at most one produce appended before L notices.
+      // Producers that keep their connections to L, whoever leads: what they send while L is
+      // frozen waits in its sockets and reaches it the moment it resumes, before it notices.
       const sticky = Array.from({ length: STICKY_CONNECTIONS }, (_, i) => new StickyProducer(stale.port, topic, i));
       const warm = await Promise.all(sticky.flatMap((s) => staleParts.map((p) => s.send(p, 'resumed'))));
       expect(warm.map((a) => a.outcome)).toEqual(warm.map(() => 'None'));
