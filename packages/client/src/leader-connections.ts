@@ -97,6 +97,19 @@ export class LeaderConnections {
     );
   }
 
+  /**
+   * How many partitions `topic` has when it is a replicated topic (a TOPIC_METADATA, docs/replication.md
+   * §13.1; its partitions `0..N-1`), and from then on its requests follow their leaders;
+   * undefined for any other topic.
+   * @throws KlogBrokerError, KlogConnectionError when no broker answers
+   */
+  async replicatedPartitionCount(topic: string): Promise<number | undefined> {
+    const leaders = await this.view.topic(topic);
+    if (leaders === undefined) return undefined;
+    this.replicated.add(topic);
+    return leaders.partitions.length;
+  }
+
   /** Closes the leader connections (not the client's own). */
   async close(): Promise<void> {
     await Promise.all([...this.leaders.values()].map((c) => c.close()));

@@ -277,13 +277,13 @@ export class SimpleConsumer {
   }
 
   /**
-   * Checks that the broker holds `partition` of `topic` (fetches and OFFSETS answer a missing
-   * one as empty).
+   * Checks that the broker holds `partition` of `topic` (fetches and OFFSETS answer a missing one
+   * as empty), or that `topic` is replicated with that partition (docs/replication.md §13.1).
    * @throws UnknownTopicError naming the topics (or partitions) it has; as {@link topics}
    */
   async checkPartition(topic: string, partition: number): Promise<void> {
     const topics = await this.topics();
-    const count = topics.get(topic);
+    const count = topics.get(topic) ?? (await this.leaders.replicatedPartitionCount(topic));
     const where = `on broker ${this.broker}`;
     if (count === undefined) throw new UnknownTopicError(topic, [...topics.keys()].sort(), undefined, where);
     if (partition >= count) throw new UnknownTopicError(topic, [...topics.keys()].sort(), { asked: String(partition), count }, where);
