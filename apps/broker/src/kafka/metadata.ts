@@ -40,8 +40,24 @@ export async function handleKafkaMetadata(k: KafkaContext, h: RequestHeader, r: 
     brokers,
     clusterId: kafkaClusterId,
     controllerId: brokers[0]?.nodeId ?? k.topology.self.nodeId,
-    topics,
+    topics: withListedLeaders(topics, new Set(brokers.map((b) => b.nodeId))),
   });
+}
+
+/**
+ * Marks every partition whose leader has no Kafka listener (a broker started without
+ * `--kafka-port`, so absent from Metadata's broker list) LEADER_NOT_AVAILABLE with leader -1, as
+ * Kafka answers a partition whose leader lacks the listener (docs/kafka-protocol.md,
+ * "Partitions"): a client then waits and asks again instead of sending to a broker it cannot
+ * reach.
+ * @param listed node ids of the brokers with a Kafka listener
+ */
+export function withListedLeaders(topics: readonly MetadataTopic[], listed: ReadonlySet<number>): MetadataTopic[] {
+  return topics.map((t) =>
+    t.partitions.every((p) => p.leader < 0 || listed.has(p.leader))
+      ? t
+      : { ...t, partitions: t.partitions.map((p) => (p.leader < 0 || listed.has(p.leader) ? p : { ...p, errorCode: KafkaErrorCode.LeaderNotAvailable, leader: -1 })) },
+  );
 }
 
 async function describeTopic(k: KafkaContext, name: string, create: boolean): Promise<MetadataTopic> {
