@@ -173,7 +173,9 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= (async () => {
-      // Controlled shutdown first (docs/replication.md §15.2), while the broker still serves.
+      // Controlled shutdown first (docs/replication.md §15.2), while the broker still serves
+      // what it leads; it follows no leader any more, so no leader puts it back in an ISR.
+      await replicas.stopFollowing();
       if (cluster !== undefined && controller !== undefined && config.controlledShutdownEnable && (metadataCache?.topicCount ?? 0) > 0) {
         await controlledShutdown({ zk: cluster.zk, controller, config, logger });
       }

@@ -53,10 +53,11 @@ export async function handleKafkaMetadata(k: KafkaContext, h: RequestHeader, r: 
  * @param listed node ids of the brokers with a Kafka listener
  */
 export function withListedLeaders(topics: readonly MetadataTopic[], listed: ReadonlySet<number>): MetadataTopic[] {
+  const served = (p: MetadataTopic['partitions'][number]): boolean => p.leader < 0 || listed.has(p.leader);
   return topics.map((t) =>
-    t.partitions.every((p) => p.leader < 0 || listed.has(p.leader))
+    t.partitions.every(served)
       ? t
-      : { ...t, partitions: t.partitions.map((p) => (p.leader < 0 || listed.has(p.leader) ? p : { ...p, errorCode: KafkaErrorCode.LeaderNotAvailable, leader: -1 })) },
+      : { ...t, partitions: t.partitions.map((p) => (served(p) ? p : { ...p, errorCode: KafkaErrorCode.LeaderNotAvailable, leader: -1 })) },
   );
 }
 

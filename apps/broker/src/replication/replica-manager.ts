@@ -68,6 +68,8 @@ export class ReplicaManager {
   readonly #hwCheckpoints: HighWatermarkCheckpoints;
   readonly #hwTimer: NodeJS.Timeout;
   #closed = false;
+  /** False once the broker began to stop ({@link stopFollowing}): no fetcher starts again. */
+  #following = true;
 
   constructor(private readonly o: ReplicaManagerOptions) {
     this.#fetchers = new FetcherManager({ config: o.config, logger: o.logger, metrics: o.metrics });
@@ -173,7 +175,7 @@ export class ReplicaManager {
         if (leader === undefined) {
           this.o.logger.error({ topic: s.topic, partition: s.partition, leader: s.leader }, 'LEADER_AND_ISR names a leader without its address: not fetching');
           this.#fetchers.remove(part);
-        } else {
+        } else if (this.#following) {
           this.#fetchers.add(part, leader, s.leaderEpoch);
         }
         this.o.logger.info({ ...part.describe(), leaderAddress: leader }, 'following partition');
@@ -286,6 +288,17 @@ export class ReplicaManager {
       if (p.isr.length < p.minInsyncReplicas) underMinIsr++;
     }
     return { led, underReplicated, underMinIsr };
+  }
+
+  /**
+   * The first step of stopping (docs/replication.md §15.2): stops every fetcher, and none starts
+   * again, so that while a controlled shutdown takes this broker out of every ISR no leader sees
+   * a fresh fetch of it and adds it back (it would stay there, dead, until
+   * `replica.lag.time.max.ms` passed, holding up `acks all`). Partitions keep their roles.
+   */
+  async stopFollowing(): Promise<void> {
+    this.#following = false;
+    await this.#fetchers.close();
   }
 
   /**
