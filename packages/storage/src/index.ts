@@ -16,6 +16,7 @@ export * from './segment.js';
 export * from './send-region.js';
 export * from './segment-list.js';
 export * from './log-dir-lock.js';
+export { makeDirs } from './make-dirs.js';
 export * from './flusher.js';
 export * from './sync-check.js';
 export * from './leader-epoch-checkpoint.js';

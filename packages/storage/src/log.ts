@@ -20,6 +20,7 @@ import { asStorageError, LogClosedError } from './errors.js';
 import { FileRegion } from './file-region.js';
 import { LogFlushState, type FlushEvent } from './log-flush.js';
 import { locateRead, offsetsBefore } from './log-read.js';
+import { makeDirs } from './make-dirs.js';
 import { recoverSegment } from './recovery.js';
 import { findSegmentIndex, SegmentList } from './segment-list.js';
 import { parseSegmentFileName, Segment, segmentFileSuffix, syncDir } from './segment.js';
@@ -143,7 +144,7 @@ export class Log {
     const { dir, topic, partition } = options;
     const config = checkLogConfig({ ...defaultLogConfig, ...options.config });
     try {
-      await fs.promises.mkdir(dir, { recursive: true });
+      await makeDirs(dir);
     } catch (err) {
       throw asStorageError(err, dir);
     }

@@ -239,6 +239,10 @@ describe('klog load', () => {
     expectOneLineError(await load('--topic', '('), /--topic/, 2);
     expectOneLineError(await load('--topic', 'events', '--format', 'csv'), /--format/, 2);
     expect(existsSync(join(out, 'run-00000001'))).toBe(false);
+    // A directory that cannot be made (under /proc, mkdir gives ENOENT although the parent exists)
+    // is one error naming it, not Node's recursive mkdir retrying for ever.
+    const proc = await klog(['load', '--zookeeper', zookeeper, '--out', '/proc/klog-no-such-dir/out', '--topic', 'events']);
+    expectOneLineError(proc, /cannot create directory \/proc\/klog-no-such-dir/);
     const h = await klog(['load', '--help']);
     expect(h.code).toBe(0);
     expect(h.stdout).toMatch(/--allow-gaps/);

@@ -21,6 +21,7 @@
 import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KlogError } from '@klog/client';
+import { makeDirs } from '@klog/storage';
 
 /** topic → `"<brokerId>-<partition>"` (a replicated topic's: `"<partition>"`, docs/replication.md §14) → the next offset to read. */
 export type Offsets = Record<string, Record<string, number>>;
@@ -57,7 +58,7 @@ export interface LoaderState {
  * @throws KlogError when that run has no readable offsets.json (the directory was changed by hand)
  */
 export async function readState(out: string): Promise<LoaderState> {
-  await mkdir(out, { recursive: true });
+  await makeDirs(out);
   const last = (await listRuns(out)).at(-1);
   if (last === undefined) return { lastRun: 0, offsets: {} };
   const path = join(last.dir, offsetsFileName);
@@ -152,7 +153,7 @@ export class PendingRun {
   /** Creates `<temp dir>/<topic>` when missing and returns it. */
   async topicDir(topic: string): Promise<string> {
     const dir = join(this.dir, topic);
-    await mkdir(dir, { recursive: true });
+    await makeDirs(dir);
     return dir;
   }
 

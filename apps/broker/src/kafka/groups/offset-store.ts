@@ -6,8 +6,9 @@
  * klog's own groups); a standalone broker keeps them in its log dir, one JSON file
  * per group in `kafka-group-offsets/`, written to a temporary file, fsynced and renamed.
  */
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import { makeDirs } from '@klog/storage';
 import { OffsetRegistry, checkGroup, isReplicatedPartition, type GroupPartition, type ZkClient } from '@klog/zk-registry';
 
 /** Commits and reads group offsets: the next byte offset to read of a paper (broker, partition) or a replicated partition. */
@@ -54,7 +55,7 @@ export function fileOffsetStore(logDir: string): GroupOffsetStore {
     return g;
   };
   const write = async (group: string, g: GroupFile): Promise<void> => {
-    await mkdir(dir, { recursive: true });
+    await makeDirs(dir);
     const tmp = `${path(group)}.tmp`;
     const f = await open(tmp, 'w');
     try {
