@@ -3,7 +3,7 @@
  * Slow sendfile readers against an acks-2 producer (not a test; docs/benchmarks.md, "Slow
  * readers"): what do consumers that read slowly cost the producers that wait for flushes?
  *
- *   node bench/slow-readers.mjs [--repo DIR]... [--messages 100000] [--readers 8]
+ *   node bench/slow-readers.mjs [--repo DIR]... [--messages 1000000] [--readers 8]
  *
  * For each checkout given with --repo (default: this one; give a checkout of main as well to
  * compare), one after another: starts a broker of that checkout (default settings, temp log
@@ -25,7 +25,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: o } = parseArgs({
   options: {
     repo: { type: 'string', multiple: true },
-    messages: { type: 'string', default: '100000' },
+    messages: { type: 'string', default: '1000000' },
     size: { type: 'string', default: '200' },
     'batch-size': { type: 'string', default: '50' },
     readers: { type: 'string', default: '8' },
