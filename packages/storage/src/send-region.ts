@@ -54,8 +54,8 @@ export function defaultReadPath(): ReadPath {
 
 /**
  * Process-wide counters of the sendfile path: `eagain` times a send found the socket full and
- * handed back to wait for it on the event loop, `calls` sendfile(2) calls that moved bytes, `bytes` moved by them. All zero when the
- * addon is not loaded.
+ * handed back to wait for it on the event loop, `calls` sendfile(2) calls that moved bytes,
+ * `bytes` moved by them. All zero when the addon is not loaded.
  */
 export function sendfileStats(): { eagain: number; calls: number; bytes: number } {
   return loaded.addon?.stats() ?? { eagain: 0, calls: 0, bytes: 0 };
@@ -99,10 +99,11 @@ const waitPiecePool = new BufferPool(waitPieceBytes, 16);
  * settles. An empty region resolves at once.
  *
  * The sendfile path alternates: a native sendfile(2) call on libuv's pool sends what fits and
- * returns when the socket is full (EAGAIN); then the next 16 KiB of the region
- * are read here and written with `socket.write`, whose callback runs once libuv's own watcher
- * of the socket has seen it writable and the piece has left; then sendfile(2) goes on after the
- * piece. No pool thread ever waits for a reader (docs/architecture.md, "Fetching").
+ * returns when the socket is full (EAGAIN); then the next 16 KiB of the region are read (also
+ * on the pool, a copy) and written with `socket.write`, whose callback runs once libuv's own
+ * watcher of the socket has seen it writable and the piece has left; then sendfile(2) goes on
+ * after the piece. No pool thread ever waits for a reader, and the event loop never waits for
+ * the disk (docs/architecture.md, "Fetching").
  * @throws Error with code `ERR_KLOG_PENDING_WRITES` when the socket still has buffered writes
  *   (the caller must wait for them); `ERR_SOCKET_CLOSED` when the socket closes first; the
  *   sendfile/read error (e.g. EPIPE, ECONNRESET); `ERR_KLOG_SHORT_FILE` when the segment file
@@ -153,7 +154,7 @@ async function writePiece(socket: Socket, region: FileRegion, sent: number): Pro
   const piece = waitPiecePool.acquire();
   let n: number;
   try {
-    n = readFully(region.fd, piece, length, region.position + sent);
+    n = await readFullyAsync(region.fd, piece, length, region.position + sent);
   } catch (err) {
     waitPiecePool.release(piece);
     throw err;
@@ -175,6 +176,20 @@ async function writePiece(socket: Socket, region: FileRegion, sent: number): Pro
   });
   return n;
 }
+
+/** {@link readFully} on libuv's pool: positional reads, looping over short ones. */
+async function readFullyAsync(fd: number, target: Buffer, length: number, position: number): Promise<number> {
+  let done = 0;
+  while (done < length) {
+    const n = await new Promise<number>((resolve, reject) =>
+      fs.read(fd, target, done, length - done, position + done, (err, bytes) => (err ? reject(err) : resolve(bytes))),
+    );
+    if (n === 0) break;
+    done += n;
+  }
+  return done;
+}
+
 async function sendWithReadWrite(socket: Socket, region: FileRegion, pool: BufferPool): Promise<void> {
   let sent = 0;
   while (sent < region.length) {
