@@ -1,11 +1,11 @@
 // klog's flusher: fdatasync(2) of segment files on threads of its own (docs/architecture.md,
 // "Flush"), for Linux, part of the klog_sendfile addon.
 //
-// Why not libuv's thread pool: a fetch sent with sendfile(2) holds a pool thread while its
-// reader is slow (up to the send's wait slice, again and again), and libuv's pool has 4 threads
-// by default. An fdatasync queued behind such sends waits for a thread, and with it every
-// produce with acks 2 and every consumer waiting for the flushed end. Flushes therefore run on
-// a small set of threads that do nothing else.
+// Why not libuv's thread pool: it has 4 threads by default, shared with the sendfile(2) copies
+// of fetches (sendfile.cc) and the file operations of the logs. An fdatasync queued behind them
+// waits for a thread, and with it every produce with acks 2 and every consumer waiting for the
+// flushed end; and an fdatasync that takes long (a busy disk) holds a thread those need.
+// Flushes therefore run on a small set of threads that do nothing else.
 //
 // Design:
 // - One process-wide queue of jobs (fd → promise), served by `threads` worker threads (started

@@ -2,38 +2,36 @@
 // the read path), for Linux. Elsewhere the module loads but reports `supported: false`, and
 // the JS side uses its read-and-write fallback.
 //
-// Design (why a worker thread, why dup, why poll):
+// Design (why a worker thread, why dup, why no waiting here):
 // - Node's sockets are non-blocking, and O_NONBLOCK lives on the open file description, so a
 //   dup'd descriptor is non-blocking too. sendfile(2) on the socket therefore sends what fits
 //   in the socket buffer and fails with EAGAIN when it is full.
-// - libuv offers no "writable" event for a socket it already watches (a second epoll watcher on
-//   the same descriptor number is not allowed), so the wait for writability happens off the
-//   event loop: each call runs in a Napi::AsyncWorker on libuv's thread pool, which loops
-//   sendfile → EAGAIN → poll(POLLOUT) → sendfile. The event loop never blocks, neither on the
-//   socket nor on disk reads of pages not in the page cache.
+// - Each call runs in a Napi::AsyncWorker on libuv's thread pool, so the event loop never blocks
+//   on disk reads of pages not in the page cache. The worker only copies: it loops sendfile over
+//   partial sends and returns at the first EAGAIN with the bytes sent so far and status
+//   "waiting". It never waits for the socket: a pool thread held while a slow reader reads
+//   would leave libuv's 4 threads to the slow readers, and every other pool operation (the file
+//   operations of a topic's creation, a segment's roll) would queue behind them. The JS side
+//   (send-region.ts) waits for writability on the event loop instead, through libuv's own
+//   watcher of the socket, and calls again.
 // - The worker writes to its own dup of the socket descriptor, taken on the JS thread when the
 //   call starts and closed when the call ends. If JS destroys the socket meanwhile, the number
 //   it closes cannot be reused under the worker (no stray writes into another file); the
-//   connection itself stays open until the dup is closed, at most `maxWaitMs` later.
-// - A call waits at most `maxWaitMs` in poll() in total, then resolves with the bytes sent so
-//   far and status "waiting", so a stalled reader holds a pool thread only for a bounded time
-//   and the JS side can check whether the socket is still wanted before calling again.
-// - Partial sends are looped over; the file offset is passed explicitly (pread-like), so the
-//   segment's own file position is never moved and appends to it are unaffected.
+//   connection itself stays open until the dup is closed, at most one copy later.
+// - The file offset is passed explicitly (pread-like), so the segment's own file position is
+//   never moved and appends to it are unaffected.
 // - The caller must not write anything else to the socket while a call runs (klog writes the
 //   response header and waits until it has left Node's buffers before sending the region).
 #include <napi.h>
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
 #ifdef __linux__
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
 #endif
@@ -93,14 +91,13 @@ const char* ErrnoName(int err) {
 
 class SendfileWorker : public Napi::AsyncWorker {
  public:
-  SendfileWorker(Napi::Env env, int socketDup, int fileFd, uint64_t position, uint64_t length, int maxWaitMs)
+  SendfileWorker(Napi::Env env, int socketDup, int fileFd, uint64_t position, uint64_t length)
       : Napi::AsyncWorker(env, "klog:sendfile"),
         deferred_(Napi::Promise::Deferred::New(env)),
         socketFd_(socketDup),
         fileFd_(fileFd),
         position_(position),
-        length_(length),
-        maxWaitMs_(maxWaitMs) {}
+        length_(length) {}
 
   ~SendfileWorker() override {
     if (socketFd_ >= 0) ::close(socketFd_);
@@ -110,8 +107,6 @@ class SendfileWorker : public Napi::AsyncWorker {
 
  protected:
   void Execute() override {
-    using Clock = std::chrono::steady_clock;
-    int64_t waitedMs = 0;
     while (sent_ < length_) {
       off_t offset = static_cast<off_t>(position_ + sent_);
       uint64_t chunk = length_ - sent_;
@@ -128,32 +123,14 @@ class SendfileWorker : public Napi::AsyncWorker {
         return;
       }
       if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        errno_ = errno;
-        return;
-      }
-      eagainCount.fetch_add(1, std::memory_order_relaxed);
-      int64_t budget = maxWaitMs_ - waitedMs;
-      if (budget <= 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        // The socket is full: hand back to JS, which waits for it on the event loop.
+        eagainCount.fetch_add(1, std::memory_order_relaxed);
         status_ = Status::Waiting;
         return;
       }
-      struct pollfd p;
-      p.fd = socketFd_;
-      p.events = POLLOUT;
-      p.revents = 0;
-      auto before = Clock::now();
-      int r = ::poll(&p, 1, static_cast<int>(budget));
-      waitedMs += std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - before).count();
-      if (r < 0 && errno != EINTR) {
-        errno_ = errno;
-        return;
-      }
-      if (r > 0 && (p.revents & POLLNVAL)) {
-        errno_ = EBADF;
-        return;
-      }
-      // POLLOUT, POLLERR or POLLHUP: the next sendfile either sends or reports the error.
+      errno_ = errno;
+      return;
     }
     status_ = Status::Complete;
   }
@@ -182,7 +159,6 @@ class SendfileWorker : public Napi::AsyncWorker {
   const int fileFd_;
   const uint64_t position_;
   const uint64_t length_;
-  const int maxWaitMs_;
   uint64_t sent_ = 0;
   Status status_ = Status::Complete;
   int errno_ = 0;
@@ -204,18 +180,17 @@ bool IntegerArg(const Napi::CallbackInfo& info, size_t i, double max, const char
 }
 
 /**
- * sendfile(socketFd, fileFd, position, length, maxWaitMs) → Promise<{ bytes, status }>.
+ * sendfile(socketFd, fileFd, position, length) → Promise<{ bytes, status }>, on a pool thread.
  * `status` is "complete" (all `length` bytes sent), "eof" (the file ended first) or "waiting"
- * (the socket stayed full for `maxWaitMs` in total; call again for the rest). Rejects with an
- * Error whose `code` is the errno name (EPIPE, ECONNRESET, ...) and `bytesSent` what was sent.
+ * (the socket is full: wait until it is writable, then call again for the rest). Rejects with
+ * an Error whose `code` is the errno name (EPIPE, ECONNRESET, ...) and `bytesSent` what was sent.
  */
 Napi::Value Sendfile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  double socketFd, fileFd, position, length, maxWaitMs;
+  double socketFd, fileFd, position, length;
   constexpr double maxSafe = 9007199254740991.0;
   if (!IntegerArg(info, 0, 2147483647.0, "socketFd", &socketFd) || !IntegerArg(info, 1, 2147483647.0, "fileFd", &fileFd) ||
-      !IntegerArg(info, 2, maxSafe, "position", &position) || !IntegerArg(info, 3, maxSafe, "length", &length) ||
-      !IntegerArg(info, 4, 2147483647.0, "maxWaitMs", &maxWaitMs)) {
+      !IntegerArg(info, 2, maxSafe, "position", &position) || !IntegerArg(info, 3, maxSafe, "length", &length)) {
     return env.Undefined();
   }
   int dup = ::fcntl(static_cast<int>(socketFd), F_DUPFD_CLOEXEC, 0);
@@ -227,7 +202,7 @@ Napi::Value Sendfile(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   auto* worker = new SendfileWorker(env, dup, static_cast<int>(fileFd), static_cast<uint64_t>(position),
-                                    static_cast<uint64_t>(length), static_cast<int>(maxWaitMs));
+                                    static_cast<uint64_t>(length));
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;

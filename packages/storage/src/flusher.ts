@@ -1,7 +1,7 @@
 /**
  * fdatasync of segment files (docs/architecture.md, "Flush"). With the native addon (Linux) each
  * call runs on the flusher's own threads (`native/flusher.cc`), never on libuv's thread pool,
- * so a flush never queues behind sendfile(2) sends to slow consumers; at most
+ * so a flush never queues behind the sendfile(2) copies and file operations there; at most
  * {@link setFlushThreads} fdatasyncs run at once, so thousands of logs flushing share a bounded
  * set of threads rather than flooding the disk. Without the addon, `fs.fdatasync` (libuv's pool).
  */

@@ -9,7 +9,8 @@ import { createRequire } from 'node:module';
 /** What the native addon exports. */
 export interface StorageAddon {
   readonly supported: boolean;
-  sendfile?(socketFd: number, fileFd: number, position: number, length: number, maxWaitMs: number): Promise<{ bytes: number; status: 'complete' | 'eof' | 'waiting' }>;
+  /** Sends until done, the file's end or a full socket ("waiting"), on libuv's pool; see native/sendfile.cc. */
+  sendfile?(socketFd: number, fileFd: number, position: number, length: number): Promise<{ bytes: number; status: 'complete' | 'eof' | 'waiting' }>;
   stats(): { eagain: number; calls: number; bytes: number };
   fdatasync?(fd: number): Promise<void>;
   setFlushThreads?(threads: number): number;

@@ -3,6 +3,11 @@
  * through klog's native addon (`native/sendfile.cc`) where it was built (Linux), or by reading
  * into pooled buffers and writing them (the fallback, also what `read.path=read-write` forces).
  *
+ * On the sendfile path, the native call copies on a thread of libuv's pool until the socket is
+ * full and never waits there for it; the wait for a slow reader happens on the event loop (see
+ * {@link sendRegion}), so slow readers cannot hold the pool's threads and the other operations
+ * that run there (file operations of the log, fs calls of the broker) never queue behind them.
+ *
  * Both paths need the socket to themselves for the duration: the caller writes the response
  * header, waits until Node has handed it to the kernel (`socket.writableLength === 0`), sends
  * the region, and only then writes anything else. A klog connection answers one request at a
@@ -49,8 +54,8 @@ export function defaultReadPath(): ReadPath {
 
 /**
  * Process-wide counters of the sendfile path: `eagain` times a send found the socket full and
- * waited, `calls` sendfile(2) calls that moved bytes, `bytes` moved by them. All zero when the
- * addon is not loaded.
+ * handed back to wait for it on the event loop, `calls` sendfile(2) calls that moved bytes,
+ * `bytes` moved by them. All zero when the addon is not loaded.
  */
 export function sendfileStats(): { eagain: number; calls: number; bytes: number } {
   return loaded.addon?.stats() ?? { eagain: 0, calls: 0, bytes: 0 };
@@ -62,20 +67,14 @@ export interface SendRegionOptions {
   readonly path: ReadPath;
   /** Buffers of the read-write path; default a shared pool of 256 KiB buffers. */
   readonly pool?: BufferPool;
-  /**
-   * Longest one native call waits in total for a full socket before handing back to JS, in ms
-   * (default 100); bounds how long a stalled reader holds a thread-pool thread and how late a
-   * closed socket is noticed.
-   */
-  readonly maxWaitSliceMs?: number;
 }
 
 /**
  * Regions up to this many bytes are better copied into the response than sent (64 KiB): one
  * read of bytes just flushed, so in the page cache, costs less than a trip through libuv's
- * thread pool, and it cannot queue behind sendfile(2) sends to slow readers there. A long poll
- * answered at the log end usually carries a few messages, so this is the latency path
- * (docs/architecture.md, "Flush").
+ * thread pool, and it cannot queue behind the sendfile(2) copies of large fetches there. A
+ * long poll answered at the log end usually carries a few messages, so this is the latency
+ * path (docs/architecture.md, "Flush").
  */
 export const inlineRegionMaxBytes = 64 * 1024;
 
@@ -85,10 +84,26 @@ export const readWriteChunkBytes = 256 * 1024;
 export const sharedReadWritePool = new BufferPool(readWriteChunkBytes, 32);
 
 /**
+ * Bytes of the region the sendfile path writes itself when the socket is full (16 KiB): the
+ * write's callback is its wait for the socket, so a piece small against socket buffers
+ * (hundreds of KiB and more) costs one small copy per wait and leaves the rest to sendfile(2).
+ */
+const waitPieceBytes = 16 * 1024;
+/** Buffers of those pieces: up to 16 idle (256 KiB). */
+const waitPiecePool = new BufferPool(waitPieceBytes, 16);
+
+/**
  * Sends every byte of `region` to `socket`, by the path asked for, and resolves once the bytes
  * are with the kernel (sendfile) or queued in the socket with its buffer drained below its
  * high-water mark (read-write). Does not release the region: the caller does, after this
  * settles. An empty region resolves at once.
+ *
+ * The sendfile path alternates: a native sendfile(2) call on libuv's pool sends what fits and
+ * returns when the socket is full (EAGAIN); then the next 16 KiB of the region are read (also
+ * on the pool, a copy) and written with `socket.write`, whose callback runs once libuv's own
+ * watcher of the socket has seen it writable and the piece has left; then sendfile(2) goes on
+ * after the piece. No pool thread ever waits for a reader, and the event loop never waits for
+ * the disk (docs/architecture.md, "Fetching").
  * @throws Error with code `ERR_KLOG_PENDING_WRITES` when the socket still has buffered writes
  *   (the caller must wait for them); `ERR_SOCKET_CLOSED` when the socket closes first; the
  *   sendfile/read error (e.g. EPIPE, ECONNRESET); `ERR_KLOG_SHORT_FILE` when the segment file
@@ -101,7 +116,7 @@ export async function sendRegion(socket: Socket, region: FileRegion, options: Se
   if (socket.writableLength > 0) throw codeError('ERR_KLOG_PENDING_WRITES', `socket has ${socket.writableLength} bytes of pending writes`);
   const addon = loaded.addon;
   if (options.path === 'sendfile' && addon?.sendfile !== undefined && socketFd(socket) !== undefined) {
-    await sendWithSendfile(addon, socket, region, options.maxWaitSliceMs ?? 100);
+    await sendWithSendfile(addon, socket, region);
   } else {
     await sendWithReadWrite(socket, region, options.pool ?? sharedReadWritePool);
   }
@@ -114,17 +129,65 @@ function socketFd(socket: Socket): number | undefined {
   return typeof fd === 'number' && fd >= 0 && !socket.destroyed ? fd : undefined;
 }
 
-async function sendWithSendfile(addon: SendfileAddon, socket: Socket, region: FileRegion, sliceMs: number): Promise<void> {
+async function sendWithSendfile(addon: SendfileAddon, socket: Socket, region: FileRegion): Promise<void> {
   let sent = 0;
   while (sent < region.length) {
     // Taken afresh each round: once JS destroys the socket its descriptor is gone (and may be
     // reused), so a destroyed socket is never handed to the addon.
     const fd = socketFd(socket);
     if (fd === undefined) throw codeError('ERR_SOCKET_CLOSED', `socket closed after ${sent} of ${region.length} bytes`);
-    const r = await addon.sendfile!(fd, region.fd, region.position + sent, region.length - sent, sliceMs);
+    const r = await addon.sendfile!(fd, region.fd, region.position + sent, region.length - sent);
     sent += r.bytes;
-    if (r.status === 'eof') throw codeError('ERR_KLOG_SHORT_FILE', `segment file ended ${region.length - sent} bytes before the region's end`);
+    if (r.status === 'eof') throw shortFile(region.length - sent);
+    if (r.status === 'waiting') sent += await writePiece(socket, region, sent);
   }
+}
+
+/**
+ * Waits on the event loop for a full socket: reads the next piece of `region` from `sent` on
+ * and writes it; resolves with its length once it has left Node's and libuv's buffers.
+ * @throws ERR_SOCKET_CLOSED when the socket closes first, the write error (e.g. EPIPE), the read
+ *   error, or ERR_KLOG_SHORT_FILE when the file ends within the piece.
+ */
+async function writePiece(socket: Socket, region: FileRegion, sent: number): Promise<number> {
+  const length = Math.min(waitPieceBytes, region.length - sent);
+  const piece = waitPiecePool.acquire();
+  let n: number;
+  try {
+    n = await readFullyAsync(region.fd, piece, length, region.position + sent);
+  } catch (err) {
+    waitPiecePool.release(piece);
+    throw err;
+  }
+  if (n < length) {
+    waitPiecePool.release(piece);
+    throw shortFile(region.length - sent - n);
+  }
+  await new Promise<void>((resolve, reject) => {
+    const closed = (): void => reject(codeError('ERR_SOCKET_CLOSED', `socket closed after ${sent} of ${region.length} bytes`));
+    socket.once('close', closed);
+    socket.write(piece.subarray(0, n), (err) => {
+      socket.off('close', closed);
+      waitPiecePool.release(piece);
+      if (err === undefined || err === null) resolve();
+      else if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_DESTROYED') closed();
+      else reject(err);
+    });
+  });
+  return n;
+}
+
+/** {@link readFully} on libuv's pool: positional reads, looping over short ones. */
+async function readFullyAsync(fd: number, target: Buffer, length: number, position: number): Promise<number> {
+  let done = 0;
+  while (done < length) {
+    const n = await new Promise<number>((resolve, reject) =>
+      fs.read(fd, target, done, length - done, position + done, (err, bytes) => (err ? reject(err) : resolve(bytes))),
+    );
+    if (n === 0) break;
+    done += n;
+  }
+  return done;
 }
 
 async function sendWithReadWrite(socket: Socket, region: FileRegion, pool: BufferPool): Promise<void> {
@@ -141,7 +204,7 @@ async function sendWithReadWrite(socket: Socket, region: FileRegion, pool: Buffe
     }
     if (n === 0) {
       pool.release(buffer);
-      throw codeError('ERR_KLOG_SHORT_FILE', `segment file ended ${region.length - sent} bytes before the region's end`);
+      throw shortFile(region.length - sent);
     }
     sent += n;
     // The buffer goes back to the pool once the socket is done with it (written or failed).
@@ -178,6 +241,10 @@ function drained(socket: Socket): Promise<void> {
     socket.on('close', closed);
     if (socket.destroyed) closed();
   });
+}
+
+function shortFile(missing: number): Error {
+  return codeError('ERR_KLOG_SHORT_FILE', `segment file ended ${missing} bytes before the region's end`);
 }
 
 function codeError(code: string, message: string): Error {

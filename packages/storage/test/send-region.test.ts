@@ -200,12 +200,55 @@ describe('sendRegion', () => {
       const { server, client } = await socketPair();
       client.pause();
       const region = log.readRange(0, 8 * mib);
-      const sending = sendRegion(server, region, { path: readPath, maxWaitSliceMs: 20 });
+      const sending = sendRegion(server, region, { path: readPath });
       setTimeout(() => {
         client.destroy();
         server.destroy();
       }, 100);
       await expect(sending).rejects.toMatchObject({ code: expect.stringMatching(/ERR_SOCKET_CLOSED|EPIPE|ECONNRESET/) as unknown });
+      region.release();
+      await log.close();
+    });
+  }
+
+  it('holds no thread of libuv\'s pool while sends wait for their readers (sendfile)', async () => {
+    const { log, bytes } = await filledLog(8 * 1024, 64 * mib);
+    const pairs = await Promise.all(Array.from({ length: 8 }, () => socketPair()));
+    for (const { client } of pairs) client.pause();
+    const eagainBefore = sendfileStats().eagain;
+    const regions = pairs.map(() => log.readRange(0, 8 * mib));
+    const sending = pairs.map(({ server }, i) => sendRegion(server, regions[i]!, { path: 'sendfile' }));
+    await new Promise((r) => setTimeout(r, 300)); // every socket is full: 8 sends wait, twice the pool's 4 threads
+    if (sendfileSupport.available) expect(sendfileStats().eagain).toBeGreaterThanOrEqual(eagainBefore + 8);
+    // Each of these runs on the pool; a send that waited there for its reader kept them queued (100 ms at a time).
+    const ms: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const t0 = performance.now();
+      await fs.promises.stat(addonFile).catch(() => undefined);
+      ms.push(performance.now() - t0);
+    }
+    ms.sort((a, b) => a - b);
+    expect(ms[5]).toBeLessThan(20);
+    const received = pairs.map(({ client }) => receive(client, 8 * mib));
+    for (const { client } of pairs) client.resume();
+    await Promise.all(sending);
+    for (const got of received) expect((await got).equals(bytes.subarray(0, 8 * mib))).toBe(true);
+    for (const r of regions) r.release();
+    await log.close();
+  });
+
+  for (const readPath of paths) {
+    it(`fails with ERR_KLOG_SHORT_FILE when the segment file is cut under the region (${readPath})`, async () => {
+      const { log, dir } = await filledLog(8 * 1024, 64 * mib);
+      const { server, client } = await socketPair();
+      client.pause();
+      const region = log.readRange(0, 8 * mib);
+      fs.truncateSync(path.join(dir, segmentFiles(dir)[0]!), 3 * mib);
+      const sending = sendRegion(server, region, { path: readPath });
+      const received = receive(client, 3 * mib);
+      setTimeout(() => client.resume(), 200); // the socket fills first: the end is met after a wait
+      await expect(sending).rejects.toMatchObject({ code: 'ERR_KLOG_SHORT_FILE' });
+      expect((await received).length).toBe(3 * mib);
       region.release();
       await log.close();
     });
