@@ -65,7 +65,7 @@ describe('klog perf latency', () => {
     expect(bad.stderr.trimEnd().split('\n')).toHaveLength(1);
   });
 
-  it('paces by sleeping until the next message is due: at 100 msg/s about one timer per message, none early', async () => {
+  it('paces by sleeping until the next message is due: at 100 msg/s one or two timers per message, none early', async () => {
     let timers = 0;
     const hook = createHook({
       init(_id, type) {
@@ -86,7 +86,7 @@ describe('klog perf latency', () => {
     expect(sentAt).toHaveLength(20);
     // Message i is due i × 10 ms after the start and never goes before (a 1 ms tick arms over a hundred timers).
     sentAt.forEach((at, i) => expect(at).toBeGreaterThanOrEqual(i * 10 - 0.5));
-    expect(timers).toBeLessThanOrEqual(40);
+    expect(timers).toBeLessThanOrEqual(60);
   });
 
   it('takes nearest-rank percentiles', () => {
