@@ -90,7 +90,11 @@ export const defaultMaxInFlightBytes = 32 * 1024 * 1024;
 export interface ProducerPoolOptions extends LeaderRetryOptions {
   /** Messages per broker that trigger sending its batch at once. Default 200. */
   readonly batchSize?: number;
-  /** Most ms a message waits in a batch before the batch is sent. Default 5. */
+  /**
+   * Most ms a message waits in a batch before the batch is sent. Default 5. 0: a batch goes at
+   * the end of the event-loop turn that batched its first message (the records sent in one turn
+   * go together), without waiting for a timer.
+   */
   readonly lingerMs?: number;
   /** Acknowledgement level, see {@link Acks}; `'all'` is −1. Default 0. */
   readonly acks?: AcksOption;

@@ -1,4 +1,5 @@
 /** Producer against a real broker: acknowledgements, partitioning, batching, errors (docs/design.md §5). */
+import { createHook } from 'node:async_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '@klog/protocol';
 import { hashPartitioner, KlogBrokerError, KlogConnectionError, parseBrokerList, Producer, RecordTooLargeError, SimpleConsumer } from '../src/index.js';
@@ -102,6 +103,38 @@ describe('Producer', () => {
     }
     expect(got).toBe('late');
     expect(Date.now() - started).toBeLessThan(3000);
+    await c.close();
+    await p.close();
+  });
+
+  it('lingerMs 0: the records of one event-loop turn go together at its end, with no timer armed', async () => {
+    const p = new Producer({ brokerList: b.address, acks: 0, lingerMs: 0 });
+    await p.send('turn', [{ value: 'warm', partition: 2 }]);
+    await p.flush();
+    // Let a linger timer armed for the first record run out (a flush leaves it armed).
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    // A Node timer fires after at least 1 ms: every Timeout created while the records are batched
+    // and sent is counted (the connection is open and the metadata known, so nothing else arms one).
+    let timeouts = 0;
+    const hook = createHook({
+      init(_id, type) {
+        if (type === 'Timeout') timeouts++;
+      },
+    }).enable();
+    try {
+      await Promise.all([p.send('turn', [{ value: 'one', partition: 2 }]), p.send('turn', [{ value: 'two', partition: 2 }])]);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    } finally {
+      hook.disable();
+    }
+    expect(timeouts).toBe(0);
+    const c = new SimpleConsumer({ host: b.host, port: b.port });
+    const got: string[] = [];
+    for await (const m of c.messages({ topic: 'turn', partition: 2, offset: 0, maxWaitMs: 2000 })) {
+      got.push(m.payload.toString());
+      if (got.length === 3) break;
+    }
+    expect(got).toEqual(['warm', 'one', 'two']);
     await c.close();
     await p.close();
   });

@@ -3,6 +3,7 @@
  * (default settings: group commit), and the percentiles it prints. How low they are is for
  * the broker's tests (apps/broker/test/group-commit.test.ts) and docs/benchmarks.md.
  */
+import { createHook } from 'node:async_hooks';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { startBroker, type Broker } from '@klog/broker';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { summarizeLatencies } from '../src/commands/perf-latency.js';
+import { paced, summarizeLatencies } from '../src/commands/perf-latency.js';
 
 const main = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
 
@@ -62,6 +63,30 @@ describe('klog perf latency', () => {
     const bad = await klog(['perf', 'latency', '--broker', address, '--topic', 'latline', '--rate', '0']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr.trimEnd().split('\n')).toHaveLength(1);
+  });
+
+  it('paces by sleeping until the next message is due: at 100 msg/s one or two timers per message, none early', async () => {
+    let timers = 0;
+    const hook = createHook({
+      init(_id, type) {
+        if (type === 'Timeout') timers++;
+      },
+    }).enable();
+    const sentAt: number[] = [];
+    const began = performance.now();
+    let pacing;
+    try {
+      pacing = await paced(100, 20, (count) => {
+        for (let i = 0; i < count; i++) sentAt.push(performance.now() - began);
+      });
+    } finally {
+      hook.disable();
+    }
+    expect(pacing.sent).toBe(20);
+    expect(sentAt).toHaveLength(20);
+    // Message i is due i × 10 ms after the start and never goes before (a 1 ms tick arms over a hundred timers).
+    sentAt.forEach((at, i) => expect(at).toBeGreaterThanOrEqual(i * 10 - 0.5));
+    expect(timers).toBeLessThanOrEqual(60);
   });
 
   it('takes nearest-rank percentiles', () => {

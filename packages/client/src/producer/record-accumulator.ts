@@ -1,7 +1,10 @@
 /**
  * The record accumulator (docs/design.md §5): the batches waiting for each broker, one per
  * partition, sent once a broker has batchSize messages batched or its oldest batched message
- * waited lingerMs. A batch keeps references to its payloads; nothing is encoded here.
+ * waited lingerMs. A batch keeps references to its payloads; nothing is encoded here. With
+ * lingerMs 0 a broker's batches go at the end of the event-loop turn (setImmediate) that batched
+ * their first message: the records of one turn still go together, and none waits for a timer
+ * (Node runs a setTimeout of 0 after at least 1 ms).
  */
 import type { MessageHeader } from '@klog/protocol';
 import type { BrokerState, PartitionBatch, PartitionMeta, PartitionTarget, SendCall } from './types.js';
@@ -10,7 +13,7 @@ import type { BrokerState, PartitionBatch, PartitionMeta, PartitionTarget, SendC
 export class RecordAccumulator {
   /**
    * @param batchSize messages per broker that send its batches at once
-   * @param lingerMs most ms a message waits in a batch
+   * @param lingerMs most ms a message waits in a batch; 0: until the end of the event-loop turn
    * @param ready sends a broker's batches (takes them with {@link take}); called when they are
    *   full, when the linger time is up, and at once for a retired broker
    */
@@ -54,7 +57,7 @@ export class RecordAccumulator {
     if (b.batchedMessages++ === 0) b.oldestBatchedAt = Date.now();
     // A retired broker gets no linger: its batch goes (and fails) at once.
     if (b.retired || b.batchedMessages >= this.batchSize) this.ready(b);
-    else if (!b.lingerTimer) b.lingerTimer = setTimeout(() => this.lingerUp(b), this.lingerMs);
+    else if (!b.lingerTimer) this.armLinger(b);
   }
 
   /** Takes every batch of the broker, in the order they were opened (none: an empty array). */
@@ -71,8 +74,19 @@ export class RecordAccumulator {
 
   /** Disarms a broker's linger timer (nothing is batched for it, or nothing will be sent). */
   stopLinger(b: BrokerState): void {
-    if (b.lingerTimer) clearTimeout(b.lingerTimer);
+    const t = b.lingerTimer;
+    if (t === undefined) return;
+    if (t.kind === 'immediate') clearImmediate(t.handle);
+    else clearTimeout(t.handle);
     b.lingerTimer = undefined;
+  }
+
+  /** Arms the broker's linger timer: lingerMs 0 at the end of this event-loop turn, else a timeout of lingerMs. */
+  private armLinger(b: BrokerState): void {
+    b.lingerTimer =
+      this.lingerMs === 0
+        ? { kind: 'immediate', handle: setImmediate(() => this.lingerUp(b)) }
+        : { kind: 'timeout', handle: setTimeout(() => this.lingerUp(b), this.lingerMs) };
   }
 
   /** The linger timer fired: send what waited lingerMs, or wait for the rest of it (see BrokerState.lingerTimer). */
@@ -80,7 +94,7 @@ export class RecordAccumulator {
     b.lingerTimer = undefined;
     if (b.batchedMessages === 0) return;
     const waitMs = b.oldestBatchedAt + this.lingerMs - Date.now();
-    if (waitMs > 0) b.lingerTimer = setTimeout(() => this.lingerUp(b), waitMs);
+    if (waitMs > 0) b.lingerTimer = { kind: 'timeout', handle: setTimeout(() => this.lingerUp(b), waitMs) };
     else this.ready(b);
   }
 }

@@ -12,6 +12,12 @@ import type { Connection, WrittenCallback } from '../connection.js';
  */
 export type Acks = 0 | 1 | 2 | -1;
 
+/**
+ * A broker's armed linger timer (see BrokerState.lingerTimer): a timeout for lingerMs > 0, an
+ * immediate (the end of the event-loop turn) for lingerMs 0 (docs/design.md §5).
+ */
+export type LingerTimer = { readonly kind: 'timeout'; readonly handle: NodeJS.Timeout } | { readonly kind: 'immediate'; readonly handle: NodeJS.Immediate };
+
 /** What the `acks` option takes: an {@link Acks} value, or `'all'` for −1. */
 export type AcksOption = Acks | 'all';
 
@@ -148,8 +154,9 @@ export interface BrokerState extends PooledBroker {
    * Fires when the oldest batched message may have waited lingerMs; armed when a message is
    * batched and none is armed, and left armed when its batches go out full (re-armed for the
    * batches opened since, or let go when there are none), so a batch costs no timer of its own.
+   * With lingerMs 0 it is an immediate: it fires at the end of the event-loop turn.
    */
-  lingerTimer: NodeJS.Timeout | undefined;
+  lingerTimer: LingerTimer | undefined;
   /** `Date.now()` when the first message of the current batches was batched. */
   oldestBatchedAt: number;
   /** Requests to this broker handed to its connection and not yet settled. */

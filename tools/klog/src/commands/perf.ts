@@ -62,7 +62,7 @@ export function registerPerf(program: Command): void {
     .option('--messages <n>', 'messages to send', intParser(1), 100_000)
     .option('--size <bytes>', 'payload bytes per message', intParser(0, 2 ** 30, true), 200)
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
-    .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
+    .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill (0: until the end of the event-loop turn)', intParser(0), 5)
     .option('--partitions <n>', 'spread messages round-robin over partitions 0..n-1 (default: random over all)', intParser(1))
     .option('--acks <0|1|2|all>', '0: fire-and-forget (no latency; the log ends tell what was stored), 1: appended, 2: flushed, all: flushed on every in-sync replica', parseAcks, 0)
     .option('--throughput <msg/s>', 'hold this rate, in messages per second (default: as fast as possible)', intParser(1))

@@ -70,7 +70,7 @@ export function registerProduce(program: Command): void {
     .option('--audit-topic <topic>', `with --audit: the audit topic (default ${defaultAuditTopic})`, parseTopic)
     .option('--compression <none|gzip>', 'send each batch as one gzip-compressed message set', parseCompression, 'none')
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
-    .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill', intParser(0), 5)
+    .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill (0: until the end of the event-loop turn)', intParser(0), 5)
     .option(
       '--acks <0|1|2|all>',
       '0: fire-and-forget (nothing reports a rejected message), 1: wait until appended, 2: wait until flushed, all: until flushed on every in-sync replica (a paper topic: as 2)',
