@@ -43,6 +43,7 @@ import { AuditCounter, type AuditCounterOptions, type AuditOptions } from './aud
 import { Connection } from './connection.js';
 import { KlogError } from './errors.js';
 import { checkLeaderRetryOptions, type LeaderRetryOptions } from './leader-retry.js';
+import { type KeylessPartitioning, randomPartition, StickyPartitioner } from './partitioner.js';
 import { failBatches, newSendCall } from './producer/acknowledgements.js';
 import { checkMetadataHost, type StampedFields, stampHeaders } from './producer/metadata-stamp.js';
 import { RecordAccumulator } from './producer/record-accumulator.js';
@@ -96,6 +97,12 @@ export interface ProducerPoolOptions extends LeaderRetryOptions {
    * go together), without waiting for a timer.
    */
   readonly lingerMs?: number;
+  /**
+   * Where records with neither partition nor key go (docs/design.md §5): `'sticky'`, `batchSize`
+   * of them to one partition, then to another ({@link StickyPartitioner}); `'random'`, a random
+   * partition per record. Default `'sticky'`.
+   */
+  readonly keylessPartitioning?: KeylessPartitioning;
   /** Acknowledgement level, see {@link Acks}; `'all'` is −1. Default 0. */
   readonly acks?: AcksOption;
   /**
@@ -146,6 +153,8 @@ export class ProducerPool {
   private readonly sendsAlone: boolean;
   private readonly accumulator: RecordAccumulator;
   private readonly sender: RequestSender;
+  /** The sticky partitions, with `keylessPartitioning: 'sticky'`. */
+  private readonly sticky: StickyPartitioner | undefined;
 
   /** Brokers by address. */
   private readonly brokers = new Map<string, BrokerState>();
@@ -173,7 +182,7 @@ export class ProducerPool {
 
   /**
    * @param publish with `audit`: sends the audit messages to the audit topic (the producer's own send)
-   * @throws RangeError for a bad batchSize, lingerMs, acks, maxInFlightBytes, compression,
+   * @throws RangeError for a bad batchSize, lingerMs, keylessPartitioning, acks, maxInFlightBytes, compression,
    *   metadataHost or audit window, or `audit` without `publish`
    */
   constructor(options: ProducerPoolOptions, publish?: AuditCounterOptions['send']) {
@@ -194,6 +203,9 @@ export class ProducerPool {
     if (!(this.maxInFlightBytes > 0)) throw new RangeError(`maxInFlightBytes ${this.maxInFlightBytes} must be > 0`);
     if (options.audit !== undefined && publish === undefined) throw new RangeError('audit needs a publish function');
     checkLeaderRetryOptions(options);
+    const keyless = options.keylessPartitioning ?? 'sticky';
+    if (keyless !== 'sticky' && keyless !== 'random') throw new RangeError(`keylessPartitioning ${String(keyless)} must be 'sticky' or 'random'`);
+    this.sticky = keyless === 'sticky' ? new StickyPartitioner(batchSize) : undefined;
     this.accumulator = new RecordAccumulator(batchSize, lingerMs, (b) => this.sendBatches(b));
     this.sender = new RequestSender(this.acks, codec, {
       started: (b) => {
@@ -265,6 +277,16 @@ export class ProducerPool {
       .then(() => b.connection.close())
       .finally(() => this.closing.delete(closing));
     this.closing.add(closing);
+  }
+
+  /**
+   * The partition in `[0, numPartitions)` of the next record of `topic` with neither partition
+   * nor key (docs/design.md §5): the topic's sticky partition, or a random one with
+   * `keylessPartitioning: 'random'`. Both producers and the replicated router ask here.
+   * @param numPartitions partitions to choose from (ZkProducer: its live ones), ≥ 1
+   */
+  keylessPartition(topic: string, numPartitions: number): number {
+    return this.sticky ? this.sticky.partition(topic, numPartitions) : randomPartition(numPartitions);
   }
 
   /** Throws (once) the failure of an earlier fire-and-forget request, if any, and a KlogError when closed. */

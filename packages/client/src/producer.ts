@@ -20,7 +20,7 @@ import { decodeMetadataResponse, encodeMetadataRequest, ErrorCode, validateTopic
 import { KlogBrokerError, KlogError } from './errors.js';
 import { leaderRetryOptionsOf } from './leader-retry.js';
 import { MetadataLeaderView } from './leader-view.js';
-import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
+import { hashPartitioner, type Partitioner } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
 import { ReplicatedRouter } from './producer/replicated-router.js';
 
@@ -195,7 +195,7 @@ export class Producer {
             if (!Number.isInteger(rec.partition) || rec.partition < 0 || rec.partition >= n) throw new RangeError(`record ${i}: partition ${rec.partition} of topic ${topic} is outside 0..${n - 1}`);
             return rec.partition;
           }
-          return rec.key !== undefined ? this.partitioner(toBuffer(rec.key), n) : randomPartition(n);
+          return rec.key !== undefined ? this.partitioner(toBuffer(rec.key), n) : this.pool.keylessPartition(topic, n);
         },
         options?.settle === 'each',
       );
@@ -213,7 +213,7 @@ export class Producer {
         }
         targets[i] = partitions[r.partition]!;
       } else if (r.key !== undefined) targets[i] = partitions[this.partitioner(toBuffer(r.key), n)]!;
-      else targets[i] = partitions[randomPartition(n)]!;
+      else targets[i] = partitions[this.pool.keylessPartition(topic, n)]!;
       payloads[i] = toBuffer(r.value);
     }
     return this.pool.send(targets, payloads, records, options?.settle === 'each');

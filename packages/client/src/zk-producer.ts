@@ -13,8 +13,9 @@
  *   that partition's broker is down the send fails with {@link PartitionUnavailableError}
  *   rather than putting the key somewhere else: re-keying would silently break per-key order
  *   for every consumer of the topic. The caller decides whether to retry or to give up.
- * - a record without a key goes to a random live partition; partitions of brokers that are
- *   down are skipped (a warning is logged when a broker goes, a note when it comes back).
+ * - a record without a key goes to the topic's sticky partition among the live ones (a batch's
+ *   worth of records to one, then another, see `keylessPartitioning`); partitions of brokers
+ *   that are down are skipped (a warning is logged when a broker goes, a note when it comes back).
  * - a record may name its partition (`brokerId` and `partition`); it must be live.
  *
  * The list remembers brokers this producer has seen holding the topic while they are down
@@ -35,7 +36,7 @@ import { BrokerPartitionInfo, type BrokerPartitionState, type TopicPartitionsVie
 import { KlogBrokerError, KlogError } from './errors.js';
 import { leaderRetryOptionsOf, type LeaderRetryOptions } from './leader-retry.js';
 import { ZkLeaderView, type ReplicatedTopicLeaders } from './leader-view.js';
-import { hashPartitioner, type Partitioner, randomPartition } from './partitioner.js';
+import { hashPartitioner, type Partitioner } from './partitioner.js';
 import { type PartitionTarget, type PooledBroker, ProducerPool, type ProducerPoolOptions, type RecordFields, type SendOptions, toBuffer } from './producer-pool.js';
 import { ReplicatedRouter } from './producer/replicated-router.js';
 
@@ -200,7 +201,7 @@ export class ZkProducer {
       if (route.live.length === 0) {
         throw new KlogError(`topic ${topic}: no live partition (its brokers ${[...new Set(list.map((p) => p.brokerId))].join(', ')} are down)`);
       }
-      return route.targets[route.live[randomPartition(route.live.length)]!]!;
+      return route.targets[route.live[this.pool.keylessPartition(topic, route.live.length)]!]!;
     });
     return this.pool.send(
       targets,
@@ -233,7 +234,7 @@ export class ZkProducer {
           if (!Number.isInteger(rec.partition) || rec.partition < 0 || rec.partition >= n) throw new RangeError(`record ${i}: partition ${rec.partition} of topic ${topic} is outside 0..${n - 1}`);
           return rec.partition;
         }
-        return rec.key !== undefined ? this.partitioner(toBuffer(rec.key), n) : randomPartition(n);
+        return rec.key !== undefined ? this.partitioner(toBuffer(rec.key), n) : this.pool.keylessPartition(topic, n);
       },
       each,
     );

@@ -83,11 +83,24 @@ describe('Producer', () => {
     await p2.close();
   });
 
-  it('spreads keyless records over partitions at random', async () => {
-    const p = new Producer({ brokerList: b.address, acks: 1, batchSize: 1000 });
+  it('spreads keyless records over partitions a batch at a time (sticky)', async () => {
+    const p = new Producer({ brokerList: b.address, acks: 1, batchSize: 10 });
+    const meta = await p.send('random', Array.from({ length: 300 }, (_, i) => ({ value: `m${i}` })));
+    expect(new Set(meta.map((m) => m.partition))).toEqual(new Set([0, 1, 2]));
+    // Ten records to one partition, the next ten to another.
+    for (let i = 0; i < 300; i += 10) {
+      expect(new Set(meta.slice(i, i + 10).map((m) => m.partition)).size).toBe(1);
+      if (i > 0) expect(meta[i]!.partition).not.toBe(meta[i - 1]!.partition);
+    }
+    await p.close();
+  });
+
+  it("keylessPartitioning 'random' picks a partition per record", async () => {
+    const p = new Producer({ brokerList: b.address, acks: 1, batchSize: 1000, keylessPartitioning: 'random' });
     const meta = await p.send('random', Array.from({ length: 300 }, (_, i) => ({ value: `m${i}` })));
     expect(new Set(meta.map((m) => m.partition))).toEqual(new Set([0, 1, 2]));
     await p.close();
+    expect(() => new Producer({ brokerList: b.address, keylessPartitioning: 'round-robin' as 'random' })).toThrow(RangeError);
   });
 
   it('batches by count and by linger time', async () => {

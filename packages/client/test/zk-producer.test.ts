@@ -108,7 +108,8 @@ describe('ZkProducer', () => {
 
   it('creates a topic no broker holds on every live broker, then sends straight to the partitions', async () => {
     expect(await registry.topicPartitions('fresh')).toEqual([]);
-    const p = producer();
+    // Keyless records go 5 to a sticky partition, then 5 to another: 40 moves reach every partition.
+    const p = producer({ batchSize: 5 });
     const meta = await p.send('fresh', Array.from({ length: 200 }, (_, i) => ({ value: `m${i}` })));
     expect(await registry.topicPartitions('fresh')).toEqual([
       { brokerId: 0, partitions: 2 },
@@ -120,7 +121,7 @@ describe('ZkProducer', () => {
       { brokerId: 1, partition: 0, live: true },
       { brokerId: 1, partition: 1, live: true },
     ]);
-    // Random partitioning reaches all four; each record is where its metadata says.
+    // Sticky partitioning reaches all four; each record is where its metadata says.
     expect(new Set(meta.map((m) => `${m.brokerId}-${m.partition}`))).toEqual(new Set(['0-0', '0-1', '1-0', '1-1']));
     for (const b of brokers) {
       for (const partition of [0, 1]) {
@@ -136,7 +137,7 @@ describe('ZkProducer', () => {
     await direct.send('only-on-1', [{ value: 'seed', partition: 0 }]);
     await direct.close();
     await waitFor('registration of only-on-1', async () => (await registry.topicPartitions('only-on-1')).length === 1);
-    const p = producer();
+    const p = producer({ batchSize: 5 });
     const meta = await p.send('only-on-1', Array.from({ length: 100 }, (_, i) => ({ value: `v${i}` })));
     expect(new Set(meta.map((m) => m.brokerId))).toEqual(new Set([1]));
     expect(new Set(meta.map((m) => m.partition))).toEqual(new Set([0, 1]));
@@ -175,7 +176,7 @@ describe('ZkProducer', () => {
   });
 
   it('follows a broker that joins later: new topics are created on it, and it is used once it holds a topic', async () => {
-    const p = producer();
+    const p = producer({ batchSize: 5 });
     await p.send('before', [{ value: 'x' }]);
     expect((await p.partitions('before')).length).toBe(4);
     const third = await new ClusterBroker(2, join(work, 'broker-2'), zookeeper).start();
@@ -196,7 +197,7 @@ describe('ZkProducer', () => {
 
   it('skips a stopped broker with a warning, fails keyed sends to it, and uses it again after restart', async () => {
     const logger = recordingLogger();
-    const p = producer({ logger });
+    const p = producer({ logger, batchSize: 5 });
     const list = (await p.partitions('orders')).map(({ brokerId, partition }) => ({ brokerId, partition }));
     expect(list).toHaveLength(4);
     // A key whose partition is on broker 1, and one on broker 0.
@@ -219,6 +220,9 @@ describe('ZkProducer', () => {
     ]);
     const during = await p.send('orders', Array.from({ length: 100 }, (_, i) => ({ value: `d${i}` })));
     expect(new Set(during.map((m) => m.brokerId))).toEqual(new Set([0]));
+    // Still five at a time to one partition, over the live partitions only.
+    for (let i = 0; i < 100; i += 5) expect(new Set(during.slice(i, i + 5).map((m) => m.partition)).size).toBe(1);
+    expect(new Set(during.map((m) => m.partition))).toEqual(new Set([0, 1]));
     const err = await p.send('orders', [{ key: key0, value: 'fine' }, { key: key1, value: 'refused' }]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PartitionUnavailableError);
     expect((err as PartitionUnavailableError).brokerId).toBe(1);

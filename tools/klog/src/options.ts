@@ -103,6 +103,12 @@ export function parseCompression(value: string): 'none' | 'gzip' {
   throw new InvalidArgumentError('expected none or gzip.');
 }
 
+/** `--keyless <sticky|random>`: where records with neither partition nor key go (docs/design.md §5). */
+export function parseKeylessPartitioning(value: string): 'sticky' | 'random' {
+  if (value === 'sticky' || value === 'random') return value;
+  throw new InvalidArgumentError('expected sticky or random.');
+}
+
 /** A non-empty string. */
 export function parseNonEmpty(value: string): string {
   if (value === '') throw new InvalidArgumentError('must not be empty.');

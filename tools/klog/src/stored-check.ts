@@ -47,8 +47,15 @@ export interface StoredOptions {
   readonly timeoutMs: number;
 }
 
-/** Polls every this many ms while the log ends grow. */
+/**
+ * Polls at least this many ms apart while the log ends grow, and waits at least
+ * {@link pollIdleShare} times as long as the last poll took: a poll asks every partition, so with
+ * thousands of partitions it is thousands of requests, which must not crowd out the broker's
+ * work being measured.
+ */
 const pollMs = 50;
+/** Wait between polls, as a multiple of the last poll's duration (at least {@link pollMs}). */
+const pollIdleShare = 4;
 
 /** The log ends of a topic's partitions at the start, and what they grew by (see the file comment). */
 export class StoredCheck {
@@ -66,7 +73,7 @@ export class StoredCheck {
    */
   static async start(topic: string, partitions: readonly CheckedPartition[]): Promise<StoredCheck> {
     const check = new StoredCheck(topic, partitions, []);
-    for (const p of partitions) check.before.push(await check.consumer(p).latestOffset(topic, p.brokerPartition));
+    check.before.push(...(await check.ends()));
     return check;
   }
 
@@ -83,12 +90,16 @@ export class StoredCheck {
   async stored(options: StoredOptions): Promise<Stored> {
     const deadline = Date.now() + options.timeoutMs;
     const want = options.expectedBytes ?? (options.messageBytes === undefined ? undefined : options.messageBytes * options.sent);
+    let polled = performance.now();
     let ends = await this.ends();
+    let pollTook = performance.now() - polled;
     let grown = sum(ends) - sum(this.before);
     let lastChange = Date.now();
     while (Date.now() < deadline && (want === undefined || grown < want) && Date.now() - lastChange < options.settleMs) {
-      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(pollMs, pollIdleShare * pollTook)));
+      polled = performance.now();
       const next = await this.ends();
+      pollTook = performance.now() - polled;
       const nextGrown = sum(next) - sum(this.before);
       if (nextGrown !== grown) lastChange = Date.now();
       ends = next;

@@ -47,7 +47,7 @@ export class ReplicatedRouter<M extends PartitionMeta> {
 
   /**
    * Sends records to their partitions of a replicated topic.
-   * @param partitionOf the partition of record `i` among `n` (the producer's choice: named, keyed or random)
+   * @param partitionOf the partition of record `i` among `n` (the producer's choice: named, keyed, or for a keyless record ProducerPool.keylessPartition)
    * @param each settle per record (an Error in a failed record's place) rather than reject at the first failure
    * @throws KlogError with acks 0 when a partition has no known leader; what a record failed with (without `each`)
    */

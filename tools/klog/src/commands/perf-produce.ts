@@ -27,6 +27,8 @@ export interface PerfProduceOptions {
   batchSize: number;
   lingerMs: number;
   partitions?: number;
+  /** Where messages go without `partitions` (ProducerOptions.keylessPartitioning). */
+  keyless: 'sticky' | 'random';
   acks: AcksValue;
   compression: 'none' | 'gzip';
   throughput?: number;
@@ -49,6 +51,7 @@ export async function perfProduce(opts: PerfProduceOptions): Promise<void> {
     brokerList: opts.brokerList,
     batchSize: opts.batchSize,
     lingerMs: opts.lingerMs,
+    keylessPartitioning: opts.keyless,
     acks: opts.acks,
     compression: opts.compression,
     logger: createLogger('klog-perf'),
@@ -171,6 +174,7 @@ export async function perfProduce(opts: PerfProduceOptions): Promise<void> {
       acks: opts.acks === -1 ? 'all' : opts.acks,
       compression: opts.compression,
       partitions: opts.partitions ?? partitions.length,
+      ...(opts.partitions === undefined && { keyless: opts.keyless }),
       ...(opts.throughput !== undefined && { throughput: opts.throughput }),
     }, {
       latencyMs: lat ?? null,

@@ -21,6 +21,7 @@ import {
   intParser,
   parseAcks,
   parseCompression,
+  parseKeylessPartitioning,
   parseStartOffset,
   parseTopic,
   type StartOffset,
@@ -63,7 +64,8 @@ export function registerPerf(program: Command): void {
     .option('--size <bytes>', 'payload bytes per message', intParser(0, 2 ** 30, true), 200)
     .option('--batch-size <n>', 'messages per request', intParser(1), 200)
     .option('--linger-ms <ms>', 'most ms a message waits for its batch to fill (0: until the end of the event-loop turn)', intParser(0), 5)
-    .option('--partitions <n>', 'spread messages round-robin over partitions 0..n-1 (default: random over all)', intParser(1))
+    .option('--partitions <n>', 'spread messages round-robin over partitions 0..n-1 (default: keyless, see --keyless)', intParser(1))
+    .option('--keyless <sticky|random>', 'without --partitions: sticky sends a batch of messages to one partition, then the next batch to another; random picks a partition per message, as in the paper', parseKeylessPartitioning, 'sticky')
     .option('--acks <0|1|2|all>', '0: fire-and-forget (no latency; the log ends tell what was stored), 1: appended, 2: flushed, all: flushed on every in-sync replica', parseAcks, 0)
     .option('--throughput <msg/s>', 'hold this rate, in messages per second (default: as fast as possible)', intParser(1))
     .option('--compression <none|gzip>', 'send each batch as one gzip-compressed message set (the payloads are random bytes: no gain in size)', parseCompression, 'none')
