@@ -170,6 +170,15 @@ export class Log {
     return this.flushState.visibleEnd;
   }
 
+  /**
+   * Offset of the last message before `visibleEnd` when this process appended it (since the log
+   * was opened or last cut), else undefined (walk the messages to find it): for the Kafka
+   * listener's high watermark (docs/kafka-protocol.md, "Offsets").
+   */
+  get lastVisibleMessage(): number | undefined {
+    return this.flushState.lastVisibleMessage;
+  }
+
   /** Number of segment files. */
   get segmentCount(): number {
     return this.segments.view.length;
@@ -205,7 +214,7 @@ export class Log {
     if (active.size > 0 && active.size + messageSet.length > this.config.segmentBytes) active = this.#roll();
     const offset = active.end;
     active.append(messageSet);
-    this.flushState.appended(messageCount);
+    this.flushState.appended(messageCount, lastMessageOf(messageSet, offset), active.end);
     return { offset, nextOffset: active.end };
   }
 
@@ -462,4 +471,20 @@ export class Log {
     await fs.promises.rm(segment.file, { force: true });
     await syncDir(this.dir);
   }
+}
+
+/**
+ * The offset of the last message of `messageSet` (whole messages, checked by the caller) appended
+ * at `offset`, from its length fields; -1 for an empty set or one whose lengths do not add up.
+ */
+export function lastMessageOf(messageSet: Buffer, offset: number): number {
+  let pos = 0;
+  let last = -1;
+  while (messageSet.length - pos >= 4) {
+    const length = (messageSet[pos]! << 24) | (messageSet[pos + 1]! << 16) | (messageSet[pos + 2]! << 8) | messageSet[pos + 3]!;
+    if (length < 6) return -1;
+    last = pos;
+    pos += 4 + length;
+  }
+  return pos === messageSet.length && last >= 0 ? offset + last : -1;
 }
