@@ -172,12 +172,12 @@ const maxGrowthBytes = 24;
  * left out (the next read starts at it). Compressed klog messages are decompressed (at most
  * `maxInnerBytes` each).
  * Where klog's CRC addon is loaded, a set of uncompressed, sound messages is re-framed by one
- * call into it ({@link frameNatively}); any other set takes the path here.
+ * call into it ({@link plainKafkaMessageSetOf}); any other set takes the path here.
  * @throws KafkaProtocolError (CorruptMessage) when the first message is damaged; a damaged
  *   message later ends the set before it
  */
 export async function kafkaMessageSetOf(set: Buffer, baseOffset: number, magic: 0 | 1, maxInnerBytes: number): Promise<KafkaFraming> {
-  const plain = crcAddon?.kafkaOfKlog !== undefined ? frameNatively(set, baseOffset, magic) : undefined;
+  const plain = plainKafkaMessageSetOf(set, baseOffset, magic);
   if (plain !== undefined) return plain;
   const scan = scanMessageSet(set);
   const runs: Run[] = [];
@@ -226,21 +226,24 @@ export async function kafkaMessageSetOf(set: Buffer, baseOffset: number, magic: 
   return { records: framed.records, count: framed.count, lastOffset: framed.lastOffset, nextOffset: framed.nextOffset };
 }
 
-/** Where {@link frameNatively} has the addon put its figures: stop position, end of output, count, last message. */
+/** Where {@link plainKafkaMessageSetOf} has the addon put its figures: stop position, end of output, count, last message. */
 const nativeResult = new Float64Array(4);
 
 /**
  * {@link kafkaMessageSetOf} of a set of uncompressed, sound klog messages (a partial one may end
- * it) in one call into klog's CRC addon (`crcAddon.kafkaOfKlog`), into a buffer of a quarter
- * more than the set plus 1 KiB: the first message always fits (24 bytes of growth at most), and
- * when later ones do not the set served ends before them (the next fetch starts there).
- * @returns undefined when the set holds a message the addon leaves to JavaScript (compressed,
- *   a bad CRC or metadata header, damaged framing), so that path reports or serves it
+ * it), synchronously, in one call into klog's CRC addon (`crcAddon.kafkaOfKlog`), into a new
+ * buffer of a quarter more than the set plus 1 KiB: the first message always fits (24 bytes of
+ * growth at most), and when later ones do not the set served ends before them (the next fetch
+ * starts there). `set` is not kept: a caller may read the next set into the same buffer.
+ * @returns undefined without the addon, or when the set holds a message the addon leaves to
+ *   JavaScript (compressed, a bad CRC or metadata header, damaged framing): call
+ *   kafkaMessageSetOf, which reports or serves it
  */
-function frameNatively(set: Buffer, baseOffset: number, magic: 0 | 1): KafkaFraming | undefined {
+export function plainKafkaMessageSetOf(set: Buffer, baseOffset: number, magic: 0 | 1): KafkaFraming | undefined {
+  if (crcAddon?.kafkaOfKlog === undefined) return undefined;
   const out = Buffer.allocUnsafe(Math.ceil(set.length * 1.25) + 1024);
   const r = nativeResult;
-  const stop = crcAddon!.kafkaOfKlog(set, 0, set.length, out, 0, baseOffset, magic, r);
+  const stop = crcAddon.kafkaOfKlog(set, 0, set.length, out, 0, baseOffset, magic, r);
   const [stopAt, end, count, last] = r as unknown as [number, number, number, number];
   if (stop === nativeStop.notPlain || (stop === nativeStop.notWhole && checkMessageAt(set, stopAt, set.length, false).status !== 'partial')) return undefined;
   return { records: out.subarray(0, end), count, lastOffset: last < 0 ? undefined : baseOffset + last, nextOffset: baseOffset + stopAt };

@@ -273,3 +273,19 @@ export class LogFlushState {
     this.#flushTimer = undefined;
   }
 }
+
+/**
+ * The offset of the last message of `messageSet` (whole messages, checked by the caller) appended
+ * at `offset`, from its length fields; -1 for an empty set or one whose lengths do not add up.
+ */
+export function lastMessageOf(messageSet: Buffer, offset: number): number {
+  let pos = 0;
+  let last = -1;
+  while (messageSet.length - pos >= 4) {
+    const length = (messageSet[pos]! << 24) | (messageSet[pos + 1]! << 16) | (messageSet[pos + 2]! << 8) | messageSet[pos + 3]!;
+    if (length < 6) return -1;
+    last = pos;
+    pos += 4 + length;
+  }
+  return pos === messageSet.length && last >= 0 ? offset + last : -1;
+}

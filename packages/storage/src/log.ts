@@ -18,7 +18,7 @@ import { type Logger, silentLogger } from '@klog/logger';
 import { checkLogConfig, defaultLogConfig, type LogConfig } from './config.js';
 import { asStorageError, LogClosedError } from './errors.js';
 import { FileRegion } from './file-region.js';
-import { LogFlushState, type FlushEvent } from './log-flush.js';
+import { lastMessageOf, LogFlushState, type FlushEvent } from './log-flush.js';
 import { locateRead, offsetsBefore } from './log-read.js';
 import { makeDirs } from './make-dirs.js';
 import { recoverSegment } from './recovery.js';
@@ -264,6 +264,18 @@ export class Log {
     return range === undefined ? emptyBuffer : range.segment.read(offset - range.segment.start, range.length);
   }
 
+  /**
+   * {@link Log.read} into `target` rather than a new buffer (at most `target.length` bytes), for
+   * a caller that is done with the bytes before its next read (the Kafka listener re-framing a
+   * fetch, docs/kafka-protocol.md).
+   * @returns the bytes read into `target[0, n)`
+   * @throws the same errors as {@link Log.read}
+   */
+  readInto(target: Buffer, offset: number, maxBytes: number, upTo?: number): number {
+    const range = this.#locate(offset, Math.min(maxBytes, target.length), upTo);
+    return range === undefined ? 0 : range.segment.readInto(target, offset - range.segment.start, range.length);
+  }
+
   /** The segment holding `offset` and how many bytes from there a read up to `upTo` may return (see `locateRead`). */
   #locate(offset: number, maxBytes: number, upTo: number | undefined): { segment: Segment; length: number } | undefined {
     if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
@@ -473,18 +485,3 @@ export class Log {
   }
 }
 
-/**
- * The offset of the last message of `messageSet` (whole messages, checked by the caller) appended
- * at `offset`, from its length fields; -1 for an empty set or one whose lengths do not add up.
- */
-export function lastMessageOf(messageSet: Buffer, offset: number): number {
-  let pos = 0;
-  let last = -1;
-  while (messageSet.length - pos >= 4) {
-    const length = (messageSet[pos]! << 24) | (messageSet[pos + 1]! << 16) | (messageSet[pos + 2]! << 8) | messageSet[pos + 3]!;
-    if (length < 6) return -1;
-    last = pos;
-    pos += 4 + length;
-  }
-  return pos === messageSet.length && last >= 0 ? offset + last : -1;
-}

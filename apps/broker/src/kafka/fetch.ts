@@ -14,6 +14,7 @@ import {
   fetchMagic,
   kafkaMessageSetOf,
   klogMessageAt,
+  plainKafkaMessageSetOf,
   type FetchPartitionResponse,
   type FetchRequest,
   type KafkaReader,
@@ -84,10 +85,12 @@ async function readPartition(k: KafkaContext, served: ServedLog, fetchOffset: nu
     }
     const start = fetchOffset >= end ? end : k.ends.firstMessageAtOrAfter(served, fetchOffset);
     if (start >= end || maxBytes === 0) return { errorCode: KafkaErrorCode.None, highWatermark, records: emptyRecords };
-    let set = log.read(start, maxBytes, end);
+    let set = readScratch(log, start, maxBytes, end);
     const first = klogMessageAt(set);
     if (first.status === 'cut' && first.size > set.length) set = log.read(start, Math.min(first.size, end - start), end);
-    const framed = await kafkaMessageSetOf(set, start, magic, k.broker.config.maxFetchBytes);
+    // The scratch buffer is read again by the next fetch: the async path gets a copy.
+    const own = (): Buffer => (set.buffer === scratch.buffer ? Buffer.from(set) : set);
+    const framed = plainKafkaMessageSetOf(set, start, magic) ?? (await kafkaMessageSetOf(own(), start, magic, k.broker.config.maxFetchBytes));
     if (framed.lastOffset !== undefined) k.ends.served(served, framed.lastOffset, framed.nextOffset);
     k.broker.metrics.bytesOut(log.topic, framed.records.length);
     return { errorCode: KafkaErrorCode.None, highWatermark, records: framed.records };
@@ -95,6 +98,19 @@ async function readPartition(k: KafkaContext, served: ServedLog, fetchOffset: nu
     k.broker.logger.error({ topic: log.topic, partition: log.partition, fetchOffset, err }, 'Kafka fetch failed');
     return { errorCode: kafkaErrorOf(err), highWatermark: -1, records: emptyRecords };
   }
+}
+
+/** The buffer fetches read the log into, re-framed from at once (grown to the largest read asked for). */
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+
+/**
+ * `log.read(start, maxBytes, end)` into {@link scratch}: a view of it, valid until the next call
+ * (a fetch's bytes are re-framed into its response before another read), so a fetch allocates
+ * no buffer for what it reads.
+ */
+function readScratch(log: ServedLog['log'], start: number, maxBytes: number, end: number): Buffer {
+  if (scratch.length < maxBytes) scratch = Buffer.allocUnsafeSlow(maxBytes);
+  return scratch.subarray(0, log.readInto(scratch, start, maxBytes, end));
 }
 
 /**
