@@ -39,7 +39,9 @@ timed kcat 'produce acks -1' "$N" kcat -b "$K" -P -t kcat-acksall -l "$WORK/line
 "$BIN/klog" perf consume --broker "$B" --topic native --messages "$N" --json
 # Compared with the file as it streams (bench/kcat-consume.mjs reads the pipe), not written to
 # disk first: on a loaded machine writing 200 MB out can take longer than the fetching measured
-# here. Its rate is to the last message (the bytes read reaching the file's size); wallSeconds is
-# to kcat's exit, which adds the broker's hold of the last, empty fetch (fetch.wait.max.ms).
-kcat -b "$K" -C -e -q -o beginning -t kcat-acks1 | node bench/kcat-consume.mjs "$WORK/lines.txt" "$N" "$(date +%s.%N)"
+# here. Its rate is to the last message (all but kcat's 4096-byte output buffer, which it writes
+# at its exit, read); wallSeconds is to kcat's exit, which adds the broker's hold of the last,
+# empty fetch (fetch.wait.max.ms).
+T0=$(date +%s.%N)
+kcat -b "$K" -C -e -q -o beginning -t kcat-acks1 | node bench/kcat-consume.mjs "$WORK/lines.txt" "$N" "$T0"
 node bench/kafka-kafkajs.mjs "$K" $((N / 5))
