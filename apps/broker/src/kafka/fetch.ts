@@ -5,7 +5,8 @@
  * docs/replication.md §9.5), and re-frames the klog messages as Kafka messages of the response's magic with
  * their byte offsets; the first message is served whole even when it is larger than the
  * partition's max bytes, so no consumer stalls. With fewer than min_bytes to send it waits up to
- * max_wait_ms for a flush (a high watermark move) of one of the partitions asked for.
+ * max_wait_ms for a flush (a high watermark move) of one of the partitions asked for. The next
+ * answer of a paper partition is read ahead (./read-ahead.ts).
  */
 import {
   KafkaErrorCode,
@@ -17,6 +18,7 @@ import {
   plainKafkaMessageSetOf,
   type FetchPartitionResponse,
   type FetchRequest,
+  type KafkaFraming,
   type KafkaReader,
   type RequestHeader,
 } from '@klog/kafka-protocol';
@@ -85,19 +87,36 @@ async function readPartition(k: KafkaContext, served: ServedLog, fetchOffset: nu
     }
     const start = fetchOffset >= end ? end : k.ends.firstMessageAtOrAfter(served, fetchOffset);
     if (start >= end || maxBytes === 0) return { errorCode: KafkaErrorCode.None, highWatermark, records: emptyRecords };
-    let set = readScratch(log, start, maxBytes, end);
-    const first = klogMessageAt(set);
-    if (first.status === 'cut' && first.size > set.length) set = log.read(start, Math.min(first.size, end - start), end);
-    // The scratch buffer is read again by the next fetch: the async path gets a copy.
-    const own = (): Buffer => (set.buffer === scratch.buffer ? Buffer.from(set) : set);
-    const framed = plainKafkaMessageSetOf(set, start, magic) ?? (await kafkaMessageSetOf(own(), start, magic, k.broker.config.maxFetchBytes));
+    const paper = served.replica === undefined;
+    const framed = (paper ? k.readAhead.take(log, start, maxBytes, magic, end) : undefined) ?? (await readFramed(k, log, start, maxBytes, end, magic));
     if (framed.lastOffset !== undefined) k.ends.served(served, framed.lastOffset, framed.nextOffset);
+    if (paper && framed.lastOffset !== undefined && framed.nextOffset < end) {
+      const next = framed.nextOffset;
+      k.readAhead.prepare(log, next, maxBytes, magic, () => {
+        const now = log.visibleEnd;
+        const set = readScratch(log, next, maxBytes, now);
+        const first = klogMessageAt(set);
+        if (first.status !== 'message') return undefined; // cut or damaged: the fetch reads it
+        const ahead = plainKafkaMessageSetOf(set, next, magic);
+        return ahead === undefined ? undefined : { framed: ahead, end: now };
+      });
+    }
     k.broker.metrics.bytesOut(log.topic, framed.records.length);
     return { errorCode: KafkaErrorCode.None, highWatermark, records: framed.records };
   } catch (err) {
     k.broker.logger.error({ topic: log.topic, partition: log.partition, fetchOffset, err }, 'Kafka fetch failed');
     return { errorCode: kafkaErrorOf(err), highWatermark: -1, records: emptyRecords };
   }
+}
+
+/** Reads and re-frames the answer of a fetch of `log` at `start` (a message boundary below `end`). */
+async function readFramed(k: KafkaContext, log: ServedLog['log'], start: number, maxBytes: number, end: number, magic: 0 | 1): Promise<KafkaFraming> {
+  let set = readScratch(log, start, maxBytes, end);
+  const first = klogMessageAt(set);
+  if (first.status === 'cut' && first.size > set.length) set = log.read(start, Math.min(first.size, end - start), end);
+  // The scratch buffer is read again by the next fetch: the async path gets a copy.
+  const own = (): Buffer => (set.buffer === scratch.buffer ? Buffer.from(set) : set);
+  return plainKafkaMessageSetOf(set, start, magic) ?? (await kafkaMessageSetOf(own(), start, magic, k.broker.config.maxFetchBytes));
 }
 
 /** The buffer fetches read the log into, re-framed from at once (grown to the largest read asked for). */

@@ -1,0 +1,70 @@
+/**
+ * Read-ahead of Kafka fetches (docs/kafka-protocol.md, "Offsets"): a Kafka consumer has one fetch
+ * in flight and asks for the next one where the last answer ended, so after answering a fetch of
+ * a paper partition that left visible bytes unread, the broker reads and re-frames the next
+ * answer (same offset, max bytes and magic) once the response is on its way, while the client is
+ * still taking the last one in; the next fetch then finds it ready. An answer prepared is only
+ * bytes of the log below its visible end then, which a paper partition never rewrites: it is
+ * served when the fetch is the one it was prepared for and the log still holds its offset
+ * (retention), and dropped otherwise. Replicated partitions (whose logs a follower may cut) are
+ * not read ahead. At most {@link maxPrepared} answers wait at once, each of at most a quarter over
+ * the fetch's max bytes plus 1 KiB.
+ */
+import type { KafkaFraming } from '@klog/kafka-protocol';
+import type { Log } from '@klog/storage';
+
+/** Most answers prepared at once; a newer one drops the oldest. */
+export const maxPrepared = 8;
+
+interface Prepared {
+  readonly offset: number;
+  readonly maxBytes: number;
+  readonly magic: 0 | 1;
+  /** The log's visible end when it was read. */
+  readonly end: number;
+  readonly framed: KafkaFraming;
+}
+
+/** The answers prepared for the next fetch of each log, shared by the listener's connections. */
+export class ReadAhead {
+  private readonly prepared = new Map<Log, Prepared>();
+
+  /** Answers waiting (for metrics and tests). */
+  get size(): number {
+    return this.prepared.size;
+  }
+
+  /**
+   * The answer prepared for a fetch of `log` at `offset` (a message boundary) of `maxBytes` in
+   * `magic`, with the log's visible end now `end`, or undefined; an answer prepared for
+   * another fetch of the log is dropped.
+   */
+  take(log: Log, offset: number, maxBytes: number, magic: 0 | 1, end: number): KafkaFraming | undefined {
+    const p = this.prepared.get(log);
+    if (p === undefined) return undefined;
+    this.prepared.delete(log);
+    if (p.offset !== offset || p.maxBytes !== maxBytes || p.magic !== magic || p.end > end || offset < log.earliestOffset || log.closed) return undefined;
+    return p.framed;
+  }
+
+  /**
+   * Prepares, after the current turn of the event loop (the response written), the answer of a
+   * fetch of `log` at `offset`: `read` reads and re-frames it (undefined when it cannot be done
+   * at once, e.g. a compressed message; it may throw, which drops it).
+   */
+  prepare(log: Log, offset: number, maxBytes: number, magic: 0 | 1, read: () => { framed: KafkaFraming; end: number } | undefined): void {
+    setImmediate(() => {
+      if (log.closed) return;
+      let answer: { framed: KafkaFraming; end: number } | undefined;
+      try {
+        answer = read();
+      } catch {
+        return; // the fetch itself will read again and say why
+      }
+      if (answer === undefined || answer.framed.count === 0) return;
+      this.prepared.delete(log);
+      if (this.prepared.size >= maxPrepared) this.prepared.delete(this.prepared.keys().next().value!);
+      this.prepared.set(log, { offset, maxBytes, magic, end: answer.end, framed: answer.framed });
+    });
+  }
+}
