@@ -49,20 +49,32 @@ describe('ReadAhead', () => {
     expect(ra.take(log, 0, 200, 1, log.visibleEnd)).toBeUndefined(); // taken
   });
 
-  it('drops an answer asked for at another offset, size or magic, or past a lower end', async () => {
+  it('drops an answer asked for at its offset with another size or magic, or past a lower end', async () => {
     const log = await logWith(100);
     const ra = new ReadAhead();
-    for (const [offset, maxBytes, magic, end] of [
-      [20, 200, 1, log.visibleEnd],
-      [0, 300, 1, log.visibleEnd],
-      [0, 200, 0, log.visibleEnd],
-      [0, 200, 1, 100],
+    for (const [maxBytes, magic, end] of [
+      [300, 1, log.visibleEnd],
+      [200, 0, log.visibleEnd],
+      [200, 1, 100],
     ] as const) {
       ra.prepare(log, 0, 200, 1, reader(log, 0, 200));
       await turn();
-      expect(ra.take(log, offset, maxBytes, magic, end)).toBeUndefined();
+      expect(ra.take(log, 0, maxBytes, magic, end)).toBeUndefined();
       expect(ra.size).toBe(0);
     }
+  });
+
+  it('keeps one answer per offset of a log: two consumers at different offsets each find theirs', async () => {
+    const log = await logWith(100);
+    const ra = new ReadAhead();
+    ra.prepare(log, 0, 200, 1, reader(log, 0, 200));
+    ra.prepare(log, 95, 200, 1, reader(log, 95, 200));
+    await turn();
+    expect(ra.take(log, 20, 200, 1, log.visibleEnd)).toBeUndefined(); // none prepared there
+    expect(ra.size).toBe(2);
+    expect(ra.take(log, 95, 200, 1, log.visibleEnd)?.records.equals(reader(log, 95, 200)()!.framed.records)).toBe(true);
+    expect(ra.take(log, 0, 200, 1, log.visibleEnd)?.records.equals(reader(log, 0, 200)()!.framed.records)).toBe(true);
+    expect(ra.size).toBe(0);
   });
 
   it(`keeps at most ${maxPrepared} answers, and none for a read that throws or has nothing`, async () => {

@@ -5,8 +5,8 @@
  * answer (same offset, max bytes and magic) once the response is on its way, while the client is
  * still taking the last one in; the next fetch then finds it ready. An answer prepared is only
  * bytes of the log below its visible end then, which a paper partition never rewrites: it is
- * served when the fetch is the one it was prepared for and the log still holds its offset
- * (retention), and dropped otherwise. Replicated partitions (whose logs a follower may cut) are
+ * served when the fetch is the one it was prepared for (log, offset, max bytes, magic) and the
+ * log still holds its offset (retention), and dropped when a fetch at its offset asks otherwise. Replicated partitions (whose logs a follower may cut) are
  * not read ahead. At most {@link maxPrepared} answers wait at once, each of at most a quarter over
  * the fetch's max bytes plus 1 KiB.
  */
@@ -17,6 +17,7 @@ import type { Log } from '@klog/storage';
 export const maxPrepared = 8;
 
 interface Prepared {
+  readonly log: Log;
   readonly offset: number;
   readonly maxBytes: number;
   readonly magic: 0 | 1;
@@ -25,32 +26,38 @@ interface Prepared {
   readonly framed: KafkaFraming;
 }
 
-/** The answers prepared for the next fetch of each log, shared by the listener's connections. */
+/**
+ * The answers prepared for next fetches, shared by the listener's connections: one per log and
+ * offset, so consumers of one log at different offsets (two groups) each find theirs.
+ */
 export class ReadAhead {
-  private readonly prepared = new Map<Log, Prepared>();
+  /** Oldest first; at most {@link maxPrepared}. */
+  private readonly prepared: Prepared[] = [];
 
-  /** Answers waiting (for metrics and tests). */
+  /** Answers waiting (for tests). */
   get size(): number {
-    return this.prepared.size;
+    return this.prepared.length;
   }
 
   /**
    * The answer prepared for a fetch of `log` at `offset` (a message boundary) of `maxBytes` in
-   * `magic`, with the log's visible end now `end`, or undefined; an answer prepared for
-   * another fetch of the log is dropped.
+   * `magic`, with the log's visible end now `end`, or undefined; one prepared at that offset for
+   * another size or version is dropped.
    */
   take(log: Log, offset: number, maxBytes: number, magic: 0 | 1, end: number): KafkaFraming | undefined {
-    const p = this.prepared.get(log);
-    if (p === undefined) return undefined;
-    this.prepared.delete(log);
-    if (p.offset !== offset || p.maxBytes !== maxBytes || p.magic !== magic || p.end > end || offset < log.earliestOffset || log.closed) return undefined;
+    const i = this.prepared.findIndex((p) => p.log === log && p.offset === offset);
+    if (i < 0) return undefined;
+    const p = this.prepared[i]!;
+    this.prepared.splice(i, 1);
+    if (p.maxBytes !== maxBytes || p.magic !== magic || p.end > end || offset < log.earliestOffset || log.closed) return undefined;
     return p.framed;
   }
 
   /**
    * Prepares, after the current turn of the event loop (the response written), the answer of a
    * fetch of `log` at `offset`: `read` reads and re-frames it (undefined when it cannot be done
-   * at once, e.g. a compressed message; it may throw, which drops it).
+   * at once, e.g. a compressed message; it may throw, which drops it). The oldest answer waiting
+   * goes when {@link maxPrepared} do.
    */
   prepare(log: Log, offset: number, maxBytes: number, magic: 0 | 1, read: () => { framed: KafkaFraming; end: number } | undefined): void {
     setImmediate(() => {
@@ -62,9 +69,10 @@ export class ReadAhead {
         return; // the fetch itself will read again and say why
       }
       if (answer === undefined || answer.framed.count === 0) return;
-      this.prepared.delete(log);
-      if (this.prepared.size >= maxPrepared) this.prepared.delete(this.prepared.keys().next().value!);
-      this.prepared.set(log, { offset, maxBytes, magic, end: answer.end, framed: answer.framed });
+      const same = this.prepared.findIndex((p) => p.log === log && p.offset === offset);
+      if (same >= 0) this.prepared.splice(same, 1);
+      if (this.prepared.length >= maxPrepared) this.prepared.shift();
+      this.prepared.push({ log, offset, maxBytes, magic, end: answer.end, framed: answer.framed });
     });
   }
 }
