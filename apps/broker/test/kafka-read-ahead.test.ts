@@ -9,7 +9,7 @@ import { plainKafkaMessageSetOf } from '@klog/kafka-protocol';
 import { encodeMessageSet } from '@klog/protocol';
 import { Log } from '@klog/storage';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReadAhead, maxPrepared } from '../src/kafka/read-ahead.js';
+import { ReadAhead, maxPrepared, readAheadMaxBytes } from '../src/kafka/read-ahead.js';
 
 const logs: Log[] = [];
 afterEach(async () => {
@@ -92,5 +92,16 @@ describe('ReadAhead', () => {
     fresh.prepare(all[1]!, 0, 100, 1, () => undefined);
     await turn();
     expect(fresh.size).toBe(0);
+  });
+
+  it('does not read ahead a fetch of more than readAheadMaxBytes, so what waits stays bounded', async () => {
+    const log = await logWith(100);
+    const ra = new ReadAhead();
+    ra.prepare(log, 0, readAheadMaxBytes + 1, 1, reader(log, 0, readAheadMaxBytes + 1));
+    await turn();
+    expect(ra.size).toBe(0);
+    ra.prepare(log, 0, readAheadMaxBytes, 1, reader(log, 0, readAheadMaxBytes));
+    await turn();
+    expect(ra.size).toBe(1);
   });
 });

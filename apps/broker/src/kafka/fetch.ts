@@ -119,17 +119,22 @@ async function readFramed(k: KafkaContext, log: ServedLog['log'], start: number,
   return plainKafkaMessageSetOf(set, start, magic) ?? (await kafkaMessageSetOf(own(), start, magic, k.broker.config.maxFetchBytes));
 }
 
-/** The buffer fetches read the log into, re-framed from at once (grown to the largest read asked for). */
+/** Largest read that goes through {@link scratch} (1 MiB, librdkafka's default partition max bytes); larger reads get a buffer of their own. */
+const scratchMaxBytes = 1024 * 1024;
+/** The buffer fetches read the log into, re-framed from at once (grown to the largest read asked for, at most {@link scratchMaxBytes}). */
 let scratch = Buffer.allocUnsafeSlow(64 * 1024);
 
 /**
  * `log.read(start, maxBytes, end)` into {@link scratch}: a view of it, valid until the next call
  * (a fetch's bytes are re-framed into its response before another read), so a fetch allocates
- * no buffer for what it reads.
+ * no buffer for what it reads. A read of more than {@link scratchMaxBytes} is `log.read`'s own
+ * buffer, so one large fetch does not keep its size allocated for the life of the broker.
  */
 function readScratch(log: ServedLog['log'], start: number, maxBytes: number, end: number): Buffer {
-  if (scratch.length < maxBytes) scratch = Buffer.allocUnsafeSlow(maxBytes);
-  return scratch.subarray(0, log.readInto(scratch, start, maxBytes, end));
+  const bytes = Math.min(maxBytes, end - start);
+  if (bytes > scratchMaxBytes) return log.read(start, maxBytes, end);
+  if (scratch.length < bytes) scratch = Buffer.allocUnsafeSlow(Math.min(scratchMaxBytes, Math.max(bytes, 2 * scratch.length)));
+  return scratch.subarray(0, log.readInto(scratch, start, bytes, end));
 }
 
 /**

@@ -7,14 +7,19 @@
  * bytes of the log below its visible end then, which a paper partition never rewrites: it is
  * served when the fetch is the one it was prepared for (log, offset, max bytes, magic) and the
  * log still holds its offset (retention), and dropped when a fetch at its offset asks otherwise. Replicated partitions (whose logs a follower may cut) are
- * not read ahead. At most {@link maxPrepared} answers wait at once, each of at most a quarter over
- * the fetch's max bytes plus 1 KiB.
+ * not read ahead, nor fetches of more than {@link readAheadMaxBytes}. At most {@link maxPrepared}
+ * answers wait at once, each of at most a quarter over the fetch's max bytes plus 1 KiB.
  */
 import type { KafkaFraming } from '@klog/kafka-protocol';
 import type { Log } from '@klog/storage';
 
 /** Most answers prepared at once; a newer one drops the oldest. */
 export const maxPrepared = 8;
+/**
+ * Largest max bytes of a fetch whose next answer is read ahead (1 MiB, librdkafka's default
+ * partition max bytes): the answers waiting hold at most {@link maxPrepared} × 1.25 MiB.
+ */
+export const readAheadMaxBytes = 1024 * 1024;
 
 interface Prepared {
   readonly log: Log;
@@ -57,9 +62,10 @@ export class ReadAhead {
    * Prepares, after the current turn of the event loop (the response written), the answer of a
    * fetch of `log` at `offset`: `read` reads and re-frames it (undefined when it cannot be done
    * at once, e.g. a compressed message; it may throw, which drops it). The oldest answer waiting
-   * goes when {@link maxPrepared} do.
+   * goes when {@link maxPrepared} do. A fetch of more than {@link readAheadMaxBytes} is not read ahead.
    */
   prepare(log: Log, offset: number, maxBytes: number, magic: 0 | 1, read: () => { framed: KafkaFraming; end: number } | undefined): void {
+    if (maxBytes > readAheadMaxBytes) return;
     setImmediate(() => {
       if (log.closed) return;
       let answer: { framed: KafkaFraming; end: number } | undefined;
