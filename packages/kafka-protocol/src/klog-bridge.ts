@@ -13,6 +13,7 @@ import {
   ProtocolError,
   checkMessageAt,
   compressionCodecMask,
+  crcAddon,
   currentMagic,
   decompressWrapper,
   encodeMessageSetWithHeaders,
@@ -67,16 +68,22 @@ export function klogMessageSetOf(messages: readonly KafkaMessage[]): Buffer {
  * (what producers send by default) is converted in one pass: each message checked where it lies
  * ({@link scanKafkaMessage}), its key, timestamp bytes and value copied into one buffer allocated
  * once (all copies in one call, {@link KafkaCopies}), every klog CRC filled by one call
- * ({@link writeMessageCrcs}); no object per message. A
- * set with a gzip wrapper is decoded ({@link decodeKafkaMessageSet}) and converted from that.
+ * ({@link writeMessageCrcs}); no object per message. Where klog's CRC addon is loaded all of
+ * that is one call into it (`crcAddon.klogOfKafka`, the same bytes), which leaves a set it does
+ * not convert (damaged, compressed) to this path. A set with a gzip wrapper is decoded
+ * ({@link decodeKafkaMessageSet}) and converted from that.
  * @throws KafkaProtocolError as decodeKafkaMessageSet does; ProtocolError (InvalidMessage) for a key over 65535 bytes
  */
 export async function klogMessageSetOfKafka(records: Buffer, options: DecodeMessageSetOptions): Promise<Buffer> {
-  const span = newKafkaMessageSpan();
-  const copies = new KafkaCopies();
   // A klog message is never larger than the Kafka message it comes from (26 bytes of framing at
   // most, against 26 for magic 0 and 34 for magic 1), so the set fits in as many bytes.
   const out = Buffer.allocUnsafe(records.length);
+  if (crcAddon?.klogOfKafka !== undefined) {
+    const end = crcAddon.klogOfKafka(records, 0, records.length, out, 0);
+    if (end >= 0) return out.subarray(0, end);
+  }
+  const span = newKafkaMessageSpan();
+  const copies = new KafkaCopies();
   let at = 0;
   for (let pos = 0; pos < records.length; ) {
     const end = kafkaMessageEnd(records, pos);
@@ -164,10 +171,14 @@ const maxGrowthBytes = 24;
  * CRCs are then filled by one call ({@link writeKafkaCrcs}). A partial message at the end is
  * left out (the next read starts at it). Compressed klog messages are decompressed (at most
  * `maxInnerBytes` each).
+ * Where klog's CRC addon is loaded, a set of uncompressed, sound messages is re-framed by one
+ * call into it ({@link plainKafkaMessageSetOf}); any other set takes the path here.
  * @throws KafkaProtocolError (CorruptMessage) when the first message is damaged; a damaged
  *   message later ends the set before it
  */
 export async function kafkaMessageSetOf(set: Buffer, baseOffset: number, magic: 0 | 1, maxInnerBytes: number): Promise<KafkaFraming> {
+  const plain = plainKafkaMessageSetOf(set, baseOffset, magic);
+  if (plain !== undefined) return plain;
   const scan = scanMessageSet(set);
   const runs: Run[] = [];
   let count = 0;
@@ -214,6 +225,32 @@ export async function kafkaMessageSetOf(set: Buffer, baseOffset: number, magic: 
   }
   return { records: framed.records, count: framed.count, lastOffset: framed.lastOffset, nextOffset: framed.nextOffset };
 }
+
+/** Where {@link plainKafkaMessageSetOf} has the addon put its figures: stop position, end of output, count, last message. */
+const nativeResult = new Float64Array(4);
+
+/**
+ * {@link kafkaMessageSetOf} of a set of uncompressed, sound klog messages (a partial one may end
+ * it), synchronously, in one call into klog's CRC addon (`crcAddon.kafkaOfKlog`), into a new
+ * buffer of a quarter more than the set plus 1 KiB: the first message always fits (24 bytes of
+ * growth at most), and when later ones do not the set served ends before them (the next fetch
+ * starts there). `set` is not kept: a caller may read the next set into the same buffer.
+ * @returns undefined without the addon, or when the set holds a message the addon leaves to
+ *   JavaScript (compressed, a bad CRC or metadata header, damaged framing): call
+ *   kafkaMessageSetOf, which reports or serves it
+ */
+export function plainKafkaMessageSetOf(set: Buffer, baseOffset: number, magic: 0 | 1): KafkaFraming | undefined {
+  if (crcAddon?.kafkaOfKlog === undefined) return undefined;
+  const out = Buffer.allocUnsafe(Math.ceil(set.length * 1.25) + 1024);
+  const r = nativeResult;
+  const stop = crcAddon.kafkaOfKlog(set, 0, set.length, out, 0, baseOffset, magic, r);
+  const [stopAt, end, count, last] = r as unknown as [number, number, number, number];
+  if (stop === nativeStop.notPlain || (stop === nativeStop.notWhole && checkMessageAt(set, stopAt, set.length, false).status !== 'partial')) return undefined;
+  return { records: out.subarray(0, end), count, lastOffset: last < 0 ? undefined : baseOffset + last, nextOffset: baseOffset + stopAt };
+}
+
+/** Why `crcAddon.kafkaOfKlog` stopped (its return value). */
+const nativeStop = { whole: 0, notWhole: 1, noRoom: 2, notPlain: 3 } as const;
 
 /** The inner set of the compressed klog message at `set[pos, pos + size)` and its message count, or why it is damaged. */
 async function innerSetOf(set: Buffer, pos: number, size: number, attributes: number, maxInnerBytes: number): Promise<{ set: Buffer; count: number } | string> {

@@ -7,7 +7,8 @@
 // src/crc32.ts). From JavaScript each of those is one call into zlib, about 250 ns for a
 // 200-byte payload on the machines of docs/benchmarks.md, most of it zlib's fixed cost per call.
 // Here a whole message set is one call from JavaScript, and each payload costs ISA-L's folding
-// (about 30 ns for 200 bytes).
+// (about 30 ns for 200 bytes). The conversions of whole message sets between Kafka's layout and
+// klog's, which the Kafka listener does per Produce and Fetch, are in kafka-messages.cc.
 //
 // The functions take (bytes, start, end) and work on bytes [start, end) of the Uint8Array. The
 // message functions walk whole messages only (`length int32 | magic | attributes | crc uint32 |
@@ -24,32 +25,11 @@
 #include <cstring>
 #include <string>
 
-extern "C" {
-#include <isa-l/crc.h>
-}
+#include "messages.h"
 
 namespace {
 
-/** Bytes of a message before its payload: length 4, magic 1, attributes 1, crc 4. */
-constexpr size_t kOverhead = 10;
-/** Bytes the length field counts beyond the payload: magic, attributes, crc. */
-constexpr uint32_t kHeader = 6;
-/** Where the crc field is, from the start of the message. */
-constexpr size_t kCrcAt = 6;
-
-uint32_t ReadUint32BE(const uint8_t* p) {
-  return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
-         (static_cast<uint32_t>(p[2]) << 8) | static_cast<uint32_t>(p[3]);
-}
-
-void WriteUint32BE(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
-
-uint32_t Crc(const uint8_t* p, size_t n) { return crc32_gzip_refl(0, p, n); }
+using namespace klog;
 
 /** The arguments (bytes, start, end): bytes [start, end) of a Uint8Array. */
 struct Range {
@@ -90,11 +70,6 @@ bool GetRange(napi_env env, napi_callback_info info, Range* r) {
   return true;
 }
 
-napi_value Number(napi_env env, double v) {
-  napi_value out;
-  napi_create_double(env, v, &out);
-  return out;
-}
 
 /** Throws the RangeError of a range that is not a run of whole messages; returns nullptr (undefined). */
 napi_value NotWhole(napi_env env, const Range& r, size_t pos) {
@@ -162,10 +137,6 @@ napi_value WriteCrcs(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
-/** Bytes of a Kafka message (magic 0 or 1) before its crc: offset int64, message_size int32. */
-constexpr size_t kKafkaLogOverhead = 12;
-/** Bytes of the smallest Kafka message_size: crc, magic, attributes, key and value lengths. */
-constexpr uint32_t kKafkaMinSize = 14;
 
 /**
  * writeKafkaCrcs(bytes, start, end): stores in every message of the Kafka message set
@@ -230,6 +201,7 @@ napi_value CopyRanges(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+
 napi_value Init(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
       {"crc32", nullptr, Crc32, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
@@ -237,6 +209,8 @@ napi_value Init(napi_env env, napi_value exports) {
       {"writeCrcs", nullptr, WriteCrcs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"writeKafkaCrcs", nullptr, WriteKafkaCrcs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"copyRanges", nullptr, CopyRanges, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"klogOfKafka", nullptr, klog::KlogOfKafka, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"kafkaOfKlog", nullptr, klog::KafkaOfKlog, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;

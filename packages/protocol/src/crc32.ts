@@ -66,6 +66,26 @@ export interface CrcAddon {
    * @throws RangeError at a range outside either buffer (the ranges before it are copied)
    */
   copyRanges(src: Uint8Array, dst: Uint8Array, plan: Int32Array, count: number): void;
+  /**
+   * Writes at `dst[at]` the klog message set of the uncompressed Kafka message set (magic 0 or
+   * 1) `src[start, end)`, each message checked (CRC, magic, timestamp, lengths) and its key and
+   * timestamp put in a metadata header (native/kafka-messages.cc): @klog/kafka-protocol's
+   * Produce conversion in one call. `src` and `dst` must not overlap.
+   * @returns the position in `dst` after the set, or -1 when a message is not one it converts
+   *   (damaged, compressed, a header over 65535 bytes, `dst` too short): take the JavaScript path
+   */
+  klogOfKafka(src: Uint8Array, start: number, end: number, dst: Uint8Array, at: number): number;
+  /**
+   * Re-frames the uncompressed klog messages of `src[start, end)`, read from the log at byte
+   * offset `baseOffset`, as Kafka messages of `magic` from `dst[at]` (native/kafka-messages.cc),
+   * klog CRCs checked and Kafka CRCs filled: @klog/kafka-protocol's Fetch re-framing in one
+   * call. `result` gets `[where it stopped in src, end in dst, messages written, position in src
+   * of the last (-1 for none)]`. `src` and `dst` must not overlap.
+   * @returns why it stopped: 0 at `end`, 1 at bytes that are not a whole message (a partial
+   *   tail or damage), 2 `dst` full, 3 at a message it does not re-frame (a bad CRC, compressed,
+   *   a bad metadata header)
+   */
+  kafkaOfKlog(src: Uint8Array, start: number, end: number, dst: Uint8Array, at: number, baseOffset: number, magic: 0 | 1, result: Float64Array): number;
 }
 
 /** How CRCs are computed: by the CRC addon (`native`) or in JavaScript (`js`), and why not natively. */

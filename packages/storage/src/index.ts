@@ -10,6 +10,7 @@ export * from './config.js';
 export * from './errors.js';
 export * from './file-region.js';
 export * from './log.js';
+export { lastMessageOf } from './log-flush.js';
 export * from './log-manager.js';
 export * from './recovery.js';
 export * from './segment.js';

@@ -42,6 +42,14 @@ export class LogFlushState {
   #flushTail: Promise<unknown> = Promise.resolve();
   /** Bumped by every truncation: a flush that started before one does not move `visibleEnd`. */
   #generation = 0;
+  /**
+   * Offset of the last message appended and the log end just after that append, while known
+   * (appended by this process since the log was opened or cut); -1 for unknown.
+   */
+  #lastAppendedAt = -1;
+  #lastAppendedEnd = -1;
+  /** Offset of the last message before `visibleEnd` while known (see {@link lastVisibleMessage}); -1 for unknown. */
+  #lastVisibleAt = -1;
   /** Called with the new `visibleEnd` after each advance. */
   readonly #flushListeners = new Set<(visibleEnd: number) => void>();
   /** Called after every flush, successful or not, with its timing. */
@@ -66,11 +74,24 @@ export class LogFlushState {
   }
 
   /**
+   * The offset of the last message before `visibleEnd` when this process appended it (since the
+   * log was opened or last cut), else undefined: then only a walk of the log's messages finds it.
+   * The Kafka listener's high watermark is it + 1 (docs/kafka-protocol.md, "Offsets").
+   */
+  get lastVisibleMessage(): number | undefined {
+    return this.#lastVisibleAt < 0 ? undefined : this.#lastVisibleAt;
+  }
+
+  /**
    * After an append of `messageCount` messages: under `flush.policy=group` a flush follows at
    * once (after this turn's appends when none runs, else right after the running one); under
    * `interval` counts toward `flushMessages` and arms the `flushIntervalMs` timer.
+   * @param lastMessageAt offset of the append's last message, -1 when not known
+   * @param end the log end after the append
    */
-  appended(messageCount: number): void {
+  appended(messageCount: number, lastMessageAt = -1, end = -1): void {
+    this.#lastAppendedAt = lastMessageAt;
+    this.#lastAppendedEnd = lastMessageAt < 0 ? -1 : end;
     this.#unflushedMessages += messageCount;
     if (this.config.flushPolicy === 'group') this.#groupCommit();
     else if (this.#unflushedMessages >= this.config.flushMessages) this.#flushInBackground();
@@ -112,6 +133,7 @@ export class LogFlushState {
   truncated(offset: number): void {
     this.#generation++;
     this.#unflushedMessages = 0;
+    this.#forgetLastMessage();
     if (this.#visibleEnd > offset) this.#visibleEnd = offset;
   }
 
@@ -122,7 +144,12 @@ export class LogFlushState {
   restartedAt(offset: number): void {
     this.#generation++;
     this.#unflushedMessages = 0;
+    this.#forgetLastMessage();
     this.#visibleEnd = offset;
+  }
+
+  #forgetLastMessage(): void {
+    this.#lastAppendedAt = this.#lastAppendedEnd = this.#lastVisibleAt = -1;
   }
 
   /** Subscribes to `visibleEnd` advances: see `Log.onFlush`. */
@@ -179,6 +206,8 @@ export class LogFlushState {
     const target = view[view.length - 1]!.end;
     if (target <= this.#visibleEnd) return; // a clean log: nothing to sync, nothing to tell
     const generation = this.#generation;
+    // The last message below the target, known when the last append is the one that ended there.
+    const lastAt = this.#lastAppendedEnd === target ? this.#lastAppendedAt : -1;
     const started = performance.now();
     const unsynced = view.filter((s) => s.syncedBytes < s.size);
     this.#flushing = true;
@@ -192,7 +221,10 @@ export class LogFlushState {
     }
     this.#flushing = false;
     const advanced = generation === this.#generation && target > this.#visibleEnd;
-    if (advanced) this.#visibleEnd = target;
+    if (advanced) {
+      this.#visibleEnd = target;
+      this.#lastVisibleAt = lastAt;
+    }
     this.#flushDone(started, unsynced.length, undefined);
     if (!advanced) return;
     for (const listener of this.#flushListeners) {
@@ -240,4 +272,20 @@ export class LogFlushState {
     clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
   }
+}
+
+/**
+ * The offset of the last message of `messageSet` (whole messages, checked by the caller) appended
+ * at `offset`, from its length fields; -1 for an empty set or one whose lengths do not add up.
+ */
+export function lastMessageOf(messageSet: Buffer, offset: number): number {
+  let pos = 0;
+  let last = -1;
+  while (messageSet.length - pos >= 4) {
+    const length = (messageSet[pos]! << 24) | (messageSet[pos + 1]! << 16) | (messageSet[pos + 2]! << 8) | messageSet[pos + 3]!;
+    if (length < 6) return -1;
+    last = pos;
+    pos += 4 + length;
+  }
+  return pos === messageSet.length && last >= 0 ? offset + last : -1;
 }

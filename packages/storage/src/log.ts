@@ -18,7 +18,7 @@ import { type Logger, silentLogger } from '@klog/logger';
 import { checkLogConfig, defaultLogConfig, type LogConfig } from './config.js';
 import { asStorageError, LogClosedError } from './errors.js';
 import { FileRegion } from './file-region.js';
-import { LogFlushState, type FlushEvent } from './log-flush.js';
+import { lastMessageOf, LogFlushState, type FlushEvent } from './log-flush.js';
 import { locateRead, offsetsBefore } from './log-read.js';
 import { makeDirs } from './make-dirs.js';
 import { recoverSegment } from './recovery.js';
@@ -170,6 +170,15 @@ export class Log {
     return this.flushState.visibleEnd;
   }
 
+  /**
+   * Offset of the last message before `visibleEnd` when this process appended it (since the log
+   * was opened or last cut), else undefined (walk the messages to find it): for the Kafka
+   * listener's high watermark (docs/kafka-protocol.md, "Offsets").
+   */
+  get lastVisibleMessage(): number | undefined {
+    return this.flushState.lastVisibleMessage;
+  }
+
   /** Number of segment files. */
   get segmentCount(): number {
     return this.segments.view.length;
@@ -205,7 +214,7 @@ export class Log {
     if (active.size > 0 && active.size + messageSet.length > this.config.segmentBytes) active = this.#roll();
     const offset = active.end;
     active.append(messageSet);
-    this.flushState.appended(messageCount);
+    this.flushState.appended(messageCount, lastMessageOf(messageSet, offset), active.end);
     return { offset, nextOffset: active.end };
   }
 
@@ -253,6 +262,18 @@ export class Log {
   read(offset: number, maxBytes: number, upTo?: number): Buffer {
     const range = this.#locate(offset, maxBytes, upTo);
     return range === undefined ? emptyBuffer : range.segment.read(offset - range.segment.start, range.length);
+  }
+
+  /**
+   * {@link Log.read} into `target` rather than a new buffer (at most `target.length` bytes), for
+   * a caller that is done with the bytes before its next read (the Kafka listener re-framing a
+   * fetch, docs/kafka-protocol.md).
+   * @returns the bytes read into `target[0, n)`
+   * @throws the same errors as {@link Log.read}
+   */
+  readInto(target: Buffer, offset: number, maxBytes: number, upTo?: number): number {
+    const range = this.#locate(offset, Math.min(maxBytes, target.length), upTo);
+    return range === undefined ? 0 : range.segment.readInto(target, offset - range.segment.start, range.length);
   }
 
   /** The segment holding `offset` and how many bytes from there a read up to `upTo` may return (see `locateRead`). */
@@ -463,3 +484,4 @@ export class Log {
     await syncDir(this.dir);
   }
 }
+

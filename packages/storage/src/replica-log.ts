@@ -23,6 +23,7 @@ import { ErrorCode } from '@klog/protocol';
 import { LogClosedError, ReplicaDirError, StorageError } from './errors.js';
 import { LeaderEpochCheckpoint } from './leader-epoch-checkpoint.js';
 import { type AppendResult, Log, type LogOptions } from './log.js';
+import { lastMessageOf } from './log-flush.js';
 import { readReplicaMetadata, replicaPropertiesFileName, ReplicaMetadataError, writeReplicaMetadata } from './replica-metadata.js';
 import { findSegmentIndex } from './segment-list.js';
 import { Segment, segmentFileName, syncDir } from './segment.js';
@@ -177,7 +178,7 @@ export class ReplicaLog extends Log {
       const offset = active.end;
       if (messageSet.length === 0) return { offset, nextOffset: offset };
       await active.appendAsync(messageSet);
-      this.flushState.appended(messageCount);
+      this.flushState.appended(messageCount, lastMessageOf(messageSet, offset), active.end);
       return { offset, nextOffset: active.end };
     });
   }

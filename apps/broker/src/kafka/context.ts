@@ -2,6 +2,7 @@
 import type { BrokerContext } from '../handlers/index.js';
 import type { PartitionEnds } from './ends.js';
 import type { GroupCoordinator } from './groups/coordinator.js';
+import type { ReadAhead } from './read-ahead.js';
 import type { KafkaTopology } from './topology.js';
 
 /** The Kafka listener's state, shared by its connections. */
@@ -11,4 +12,6 @@ export interface KafkaContext {
   readonly topology: KafkaTopology;
   readonly ends: PartitionEnds;
   readonly groups: GroupCoordinator;
+  /** Answers of next fetches read ahead. */
+  readonly readAhead: ReadAhead;
 }

@@ -5,8 +5,10 @@
  * is answered from the first message at or after it.
  *
  * klog keeps no per-message index (docs/design.md §2), so both are found by walking message
- * heads from a known boundary: for the high watermark, from where the previous walk of the
- * partition stopped (each byte appended is walked once); for a fetch offset, the offset itself
+ * heads from a known boundary: for the high watermark, the log's own record of its last visible
+ * message where it has one (a paper partition this process appended to since opening it,
+ * `Log.lastVisibleMessage`), else from where the previous walk of the partition stopped (each
+ * byte appended is walked once); for a fetch offset, the offset itself
  * when a message starts there, the answer remembered from an earlier fetch ("last + 1" of what
  * was served), or a walk from the start of the segment that holds it.
  *
@@ -61,6 +63,9 @@ export class PartitionEnds {
   highWatermark(served: ServedLog): number {
     const log = served.log;
     const end = visibleEndOf(served);
+    // A paper partition's log knows its last visible message when this process appended it.
+    const known = served.replica === undefined ? log.lastVisibleMessage : undefined;
+    if (known !== undefined && known >= log.earliestOffset) return known + 1;
     const s = this.state(served, end);
     if (s.walkedTo < end) {
       const { last, next } = walk(log, s.walkedTo, end);

@@ -5,7 +5,8 @@
  * docs/replication.md §9.5), and re-frames the klog messages as Kafka messages of the response's magic with
  * their byte offsets; the first message is served whole even when it is larger than the
  * partition's max bytes, so no consumer stalls. With fewer than min_bytes to send it waits up to
- * max_wait_ms for a flush (a high watermark move) of one of the partitions asked for.
+ * max_wait_ms for a flush (a high watermark move) of one of the partitions asked for. The next
+ * answer of a paper partition is read ahead (./read-ahead.ts).
  */
 import {
   KafkaErrorCode,
@@ -14,8 +15,10 @@ import {
   fetchMagic,
   kafkaMessageSetOf,
   klogMessageAt,
+  plainKafkaMessageSetOf,
   type FetchPartitionResponse,
   type FetchRequest,
+  type KafkaFraming,
   type KafkaReader,
   type RequestHeader,
 } from '@klog/kafka-protocol';
@@ -84,17 +87,54 @@ async function readPartition(k: KafkaContext, served: ServedLog, fetchOffset: nu
     }
     const start = fetchOffset >= end ? end : k.ends.firstMessageAtOrAfter(served, fetchOffset);
     if (start >= end || maxBytes === 0) return { errorCode: KafkaErrorCode.None, highWatermark, records: emptyRecords };
-    let set = log.read(start, maxBytes, end);
-    const first = klogMessageAt(set);
-    if (first.status === 'cut' && first.size > set.length) set = log.read(start, Math.min(first.size, end - start), end);
-    const framed = await kafkaMessageSetOf(set, start, magic, k.broker.config.maxFetchBytes);
+    const paper = served.replica === undefined;
+    const framed = (paper ? k.readAhead.take(log, start, maxBytes, magic, end) : undefined) ?? (await readFramed(k, log, start, maxBytes, end, magic));
     if (framed.lastOffset !== undefined) k.ends.served(served, framed.lastOffset, framed.nextOffset);
+    if (paper && framed.lastOffset !== undefined && framed.nextOffset < end) {
+      const next = framed.nextOffset;
+      k.readAhead.prepare(log, next, maxBytes, magic, () => {
+        const now = log.visibleEnd;
+        const set = readScratch(log, next, maxBytes, now);
+        const first = klogMessageAt(set);
+        if (first.status !== 'message') return undefined; // cut or damaged: the fetch reads it
+        const ahead = plainKafkaMessageSetOf(set, next, magic);
+        return ahead === undefined ? undefined : { framed: ahead, end: now };
+      });
+    }
     k.broker.metrics.bytesOut(log.topic, framed.records.length);
     return { errorCode: KafkaErrorCode.None, highWatermark, records: framed.records };
   } catch (err) {
     k.broker.logger.error({ topic: log.topic, partition: log.partition, fetchOffset, err }, 'Kafka fetch failed');
     return { errorCode: kafkaErrorOf(err), highWatermark: -1, records: emptyRecords };
   }
+}
+
+/** Reads and re-frames the answer of a fetch of `log` at `start` (a message boundary below `end`). */
+async function readFramed(k: KafkaContext, log: ServedLog['log'], start: number, maxBytes: number, end: number, magic: 0 | 1): Promise<KafkaFraming> {
+  let set = readScratch(log, start, maxBytes, end);
+  const first = klogMessageAt(set);
+  if (first.status === 'cut' && first.size > set.length) set = log.read(start, Math.min(first.size, end - start), end);
+  // The scratch buffer is read again by the next fetch: the async path gets a copy.
+  const own = (): Buffer => (set.buffer === scratch.buffer ? Buffer.from(set) : set);
+  return plainKafkaMessageSetOf(set, start, magic) ?? (await kafkaMessageSetOf(own(), start, magic, k.broker.config.maxFetchBytes));
+}
+
+/** Largest read that goes through {@link scratch} (1 MiB, librdkafka's default partition max bytes); larger reads get a buffer of their own. */
+const scratchMaxBytes = 1024 * 1024;
+/** The buffer fetches read the log into, re-framed from at once (grown to the largest read asked for, at most {@link scratchMaxBytes}). */
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+
+/**
+ * `log.read(start, maxBytes, end)` into {@link scratch}: a view of it, valid until the next call
+ * (a fetch's bytes are re-framed into its response before another read), so a fetch allocates
+ * no buffer for what it reads. A read of more than {@link scratchMaxBytes} is `log.read`'s own
+ * buffer, so one large fetch does not keep its size allocated for the life of the broker.
+ */
+function readScratch(log: ServedLog['log'], start: number, maxBytes: number, end: number): Buffer {
+  const bytes = Math.min(maxBytes, end - start);
+  if (bytes > scratchMaxBytes) return log.read(start, maxBytes, end);
+  if (scratch.length < bytes) scratch = Buffer.allocUnsafeSlow(Math.min(scratchMaxBytes, Math.max(bytes, 2 * scratch.length)));
+  return scratch.subarray(0, log.readInto(scratch, start, bytes, end));
 }
 
 /**

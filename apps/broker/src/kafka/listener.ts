@@ -15,6 +15,7 @@ import type { KafkaContext } from './context.js';
 import { PartitionEnds } from './ends.js';
 import { GroupCoordinator } from './groups/coordinator.js';
 import { fileOffsetStore, zkOffsetStore } from './groups/offset-store.js';
+import { ReadAhead } from './read-ahead.js';
 import { KafkaTopology } from './topology.js';
 
 /** A started Kafka listener. */
@@ -50,7 +51,7 @@ export async function startKafkaListener(
   const host = advertisedHost ?? broker.config.host;
   const topology = new KafkaTopology(broker.logs, { nodeId: broker.config.brokerId, host, port: realPort }, zk, () => broker.metadataCache?.topics() ?? []);
   const groups = new GroupCoordinator(topology, zk ? zkOffsetStore(zk) : fileOffsetStore(broker.config.logDir), broker.logger);
-  const k: KafkaContext = { broker, topology, ends: new PartitionEnds(), groups };
+  const k: KafkaContext = { broker, topology, ends: new PartitionEnds(), groups, readAhead: new ReadAhead() };
   const sockets = new Set<Socket>();
   server.on('connection', (socket) => {
     sockets.add(socket);
