@@ -11,9 +11,12 @@
  * message, then `klog perf produce` of --messages messages of 200 bytes in batches of 50 without
  * a key (acks 0), once per --keyless mode (`--keyless` of perf produce: sticky partitions, the
  * producer's default, or a random partition per message; a checkout without the flag runs only
- * the first mode); the clock runs until the broker's log dirs hold every message
- * (a stat of each partition's segment, at least 20 ms apart and idle 4 times as long as a poll
- * takes), as in bench/peers. Then scrapes the broker's flush count and flush time
+ * the first mode). The clock runs from perf produce's first send (its `startedAtMs`) until the
+ * broker's log dirs hold every message (a stat of each partition's segment while perf produce
+ * runs, at least 20 ms apart and idle 4 times as long as a poll takes), as in bench/peers:
+ * `msgsPerSec`. `wallMsgsPerSec` times the same end from the start of the perf produce
+ * process, so it also counts the process's start and its reading of every partition's log end
+ * before the first send (a request per partition: at 5,000 partitions a good part of a second). Then scrapes the broker's flush count and flush time
  * (klog_flushes_total, klog_flush_duration_seconds). Prints one JSON line per run.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -93,20 +96,31 @@ async function run(p, repo, keyless) {
     const t0 = performance.now();
     const cpu0 = b.cpuSeconds();
     const before = metricsPort ? await scrape(metricsPort) : undefined;
-    const r = await klogJson(repo, ['perf', 'produce', '--broker-list', broker, '--topic', 'many', '--messages', String(messages), '--size', String(size), '--batch-size', '50', ...(keyless ? ['--keyless', keyless] : []), '--json']);
-    // Polled at least 20 ms apart and idle 4 times as long as a poll took: at 5,000 partitions a
-    // poll is 5,000 stats, which must not take a core from the broker being measured.
+    const produced = klogJson(repo, ['perf', 'produce', '--broker-list', broker, '--topic', 'many', '--messages', String(messages), '--size', String(size), '--batch-size', '50', ...(keyless ? ['--keyless', keyless] : []), '--json']);
+    // Polled while perf produce runs, at least 20 ms apart and idle 4 times as long as a poll
+    // took: at 5,000 partitions a poll is 5,000 stats, which must not take a core from the broker
+    // being measured. The first poll that finds every byte is the end of the run.
+    let storedAt;
+    let failure;
+    produced.catch((err) => (failure = err));
     for (;;) {
+      if (failure !== undefined) throw failure;
       const polled = performance.now();
-      if (bytesOf(files) >= want) break;
+      if (bytesOf(files) >= want) {
+        storedAt = performance.timeOrigin + performance.now();
+        break;
+      }
       await new Promise((res) => setTimeout(res, Math.max(20, 4 * (performance.now() - polled))));
     }
-    const seconds = (performance.now() - t0) / 1000;
+    const r = await produced;
+    const wallSeconds = (storedAt - performance.timeOrigin - t0) / 1000;
+    // A checkout whose perf produce does not report its first send is timed from its start.
+    const seconds = r.startedAtMs === undefined ? wallSeconds : (storedAt - r.startedAtMs) / 1000;
     const cpu = b.cpuSeconds() - cpu0;
     const after = metricsPort ? await scrape(metricsPort) : undefined;
     const flushes = after && before ? after.flushes - before.flushes : undefined;
     const flushMeanMs = after && before && flushes ? ((after.flushSeconds - before.flushSeconds) / flushes) * 1000 : undefined;
-    console.log(JSON.stringify({ repo, partitions: p, keyless: keyless ?? null, messages, seconds, msgsPerSec: messages / seconds, perfSeconds: r.seconds, brokerCpuSeconds: cpu, flushes, flushMeanMs, loadAverage: environment().loadAverage }));
+    console.log(JSON.stringify({ repo, partitions: p, keyless: keyless ?? null, messages, seconds, msgsPerSec: messages / seconds, wallSeconds, wallMsgsPerSec: messages / wallSeconds, perfSeconds: r.seconds, brokerCpuSeconds: cpu, flushes, flushMeanMs, loadAverage: environment().loadAverage }));
   } finally {
     await b.stop();
   }

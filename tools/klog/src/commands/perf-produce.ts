@@ -183,6 +183,10 @@ export async function perfProduce(opts: PerfProduceOptions): Promise<void> {
       failed,
       interrupted,
       leaderRetries: producer.leaderRetries,
+      // When the first send was made (ms since the epoch), for a caller timing the broker
+      // against its own clock (bench/partitions.mjs): it excludes the process start and the
+      // reading of the log ends before it.
+      startedAtMs: performance.timeOrigin + started,
     });
     if (opts.json !== true) {
       if (lat !== undefined) printLine(`perf produce: latency of acknowledged sends: ${formatLatency(lat)}`);
