@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { startBroker, type Broker } from '@klog/broker';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { paced, summarizeLatencies } from '../src/commands/perf-latency.js';
+import { GCProfiler } from 'node:v8';
+import { paced, stampAgeMs, stampedPayload, summarizeLatencies } from '../src/commands/perf-latency.js';
 
 const main = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
 
@@ -87,6 +88,27 @@ describe('klog perf latency', () => {
     // Message i is due i × 10 ms after the start and never goes before (a 1 ms tick arms over a hundred timers).
     sentAt.forEach((at, i) => expect(at).toBeGreaterThanOrEqual(i * 10 - 0.5));
     expect(timers).toBeLessThanOrEqual(60);
+  });
+
+  it('reads a send stamp back without allocating per message: the young generation is swept a fraction as often as for a Buffer view each', () => {
+    const payload = stampedPayload(Buffer.alloc(200, 0x61));
+    // As the consumer has it: a Uint8Array view, not a Buffer.
+    const message = new Uint8Array(payload.buffer, payload.byteOffset, payload.length);
+    const sweeps = (read: (p: Uint8Array) => number): number => {
+      const gc = new GCProfiler();
+      gc.start();
+      let sum = 0;
+      for (let i = 0; i < 1_000_000; i++) sum += read(message);
+      expect(sum).toBeGreaterThan(0);
+      return gc.stop().statistics.length;
+    };
+    const now = performance.now() + 1;
+    // stampAgeMs first: the young generation only grows, so a later loop is swept less often per byte.
+    const stamp = sweeps((p) => stampAgeMs(p, now));
+    const view = sweeps((p) => now - Buffer.from(p.buffer, p.byteOffset, p.byteLength).readDoubleLE(0));
+    expect(stampAgeMs(message, now)).toBeCloseTo(now - payload.readDoubleLE(0), 9);
+    expect(view).toBeGreaterThanOrEqual(8);
+    expect(stamp * 3).toBeLessThan(view);
   });
 
   it('takes nearest-rank percentiles', () => {

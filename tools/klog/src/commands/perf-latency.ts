@@ -67,9 +67,17 @@ export function stampedPayload(template: Buffer): Buffer {
   return value;
 }
 
-/** ms from a payload's send stamp (see {@link stampedPayload}) to `now`. */
+/** The 8 bytes of a send stamp, copied out of a payload to be read as a float64 (LE). */
+const stampScratch = new DataView(new ArrayBuffer(stampBytes));
+
+/**
+ * ms from a payload's send stamp (see {@link stampedPayload}) to `now`. Reads the stamp through
+ * one scratch buffer: a Buffer view per message, at 100,000 msg/s, is 100,000 short-lived
+ * objects a second for the young generation to sweep.
+ */
 export function stampAgeMs(payload: Uint8Array, now: number): number {
-  return now - Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).readDoubleLE(0);
+  for (let i = 0; i < stampBytes; i++) stampScratch.setUint8(i, payload[i]!);
+  return now - stampScratch.getFloat64(0, true);
 }
 
 /** What {@link paced} did. */
