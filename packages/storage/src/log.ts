@@ -484,4 +484,3 @@ export class Log {
     await syncDir(this.dir);
   }
 }
-
