@@ -17,14 +17,14 @@ export class UsageError extends KlogError {
 
 /** An integer ≥ `min` (and ≤ `max`); accepts `1k`, `1M`, `1G` suffixes for byte sizes when `sizes` is set. */
 export function intParser(min: number, max = Number.MAX_SAFE_INTEGER, sizes = false): (value: string) => number {
+  const bounds = max === Number.MAX_SAFE_INTEGER ? (min > 0 ? ` of at least ${min}` : '') : ` in ${min}..${max}`;
+  const expected = `expected a whole number${bounds}${sizes ? ' (suffixes k, M, G allowed)' : ''}.`;
   return (value) => {
     const m = (sizes ? /^(\d+)([kKmMgG]i?[bB]?)?$/ : /^(\d+)$/).exec(value.trim());
-    if (!m) throw new InvalidArgumentError(`expected an integer${sizes ? ' (suffixes k, M, G allowed)' : ''}.`);
+    if (!m) throw new InvalidArgumentError(expected);
     const unit = (m[2] ?? '').charAt(0).toLowerCase();
     const n = Number(m[1]) * (unit === 'k' ? 1024 : unit === 'm' ? 1024 ** 2 : unit === 'g' ? 1024 ** 3 : 1);
-    if (!Number.isSafeInteger(n) || n < min || n > max) {
-      throw new InvalidArgumentError(`expected an integer in ${min}..${max === Number.MAX_SAFE_INTEGER ? '' : max}.`);
-    }
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(expected);
     return n;
   };
 }

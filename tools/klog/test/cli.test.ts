@@ -156,6 +156,9 @@ describe('klog', () => {
     expectOneLineError(await klog(['consume', '--broker', address, '--topic', 't', '--no-such-flag']), /unknown option '--no-such-flag'/);
     expectOneLineError(await klog(['consume', '--broker', address, '--topic', 't', '--offset', 'yesterday']), /--offset.*'yesterday' is invalid/);
     expectOneLineError(await klog(['produce', '--broker-list', address, '--topic', 't', '--acks', '3']), /--acks/);
+    // A negative partition is not "not an integer": the message says what is expected.
+    expectOneLineError(await klog(['produce', '--broker-list', address, '--topic', 't', '--partition', '-1']), /--partition.*'-1' is invalid\. expected a whole number\./);
+    expectOneLineError(await klog(['produce', '--broker-list', address, '--topic', 't', '--batch-size', '0']), /--batch-size.*expected a whole number of at least 1\./);
     // By default the broker's answer is awaited, so a rejected message is an error, not a silent loss.
     // A rejected line is reported by its number, with the summary and the failing lines (produce-stream.test.ts covers the rest).
     const tooBig = await klog(['produce', '--broker-list', address, '--topic', 'too-big'], `small\n${'x'.repeat(1_500_000)}\n`);

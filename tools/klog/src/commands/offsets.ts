@@ -28,7 +28,8 @@ export function registerOffsets(program: Command): void {
       'after',
       `
 Only flushed messages are visible (docs/design.md §2): right after a produce, latest can still be
-the offset before it, until the broker's next flush (flush.ms, default 1000).
+the offset before it, until the broker's next flush (by default a group commit, within a few ms;
+with flush.policy=interval, up to flush.ms).
 
 Examples:
   klog offsets --broker 127.0.0.1:9092 --topic greetings --time latest

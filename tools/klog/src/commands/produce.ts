@@ -57,7 +57,7 @@ export function registerProduce(program: Command): void {
     .option('--zookeeper <connect>', 'find the brokers and partitions in ZooKeeper (host:port[/chroot]) instead of --broker-list', parseZkConnect)
     .requiredOption('--topic <topic>', 'topic to send to', parseTopic)
     .option('--file <path>', 'read lines from this file instead of stdin')
-    .option('--partition <n>', 'with --broker-list: send every message to this partition (default: by key, else random)', intParser(0))
+    .option('--partition <n>', 'with --broker-list: send every message to this partition (default: by key, else a sticky partition per batch)', intParser(0))
     .option(
       '--key-separator <sep>',
       'the text before the first <sep> of a line is its key (used for partitioning, stored with --stamp-metadata), the rest its payload',
