@@ -4,7 +4,8 @@
  * connections they stay within the budget, plus the first message of each fetch (served whole
  * even when the budget is spent, so no consumer stalls). Clients that ask for 100 MiB of a
  * partition of tens of MiB and never read their sockets do not take the broker's memory with
- * them, another consumer is still served at once, and the bytes go back when they close.
+ * them, another consumer is still served at once, and the bytes go back when they close; a
+ * budget smaller than a message still answers every fetch with its first message.
  */
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
@@ -106,4 +107,24 @@ describe('the Kafka listener’s fetch memory', () => {
     for (const s of sockets.splice(1)) s.destroy();
     await waitFor('the held bytes back to 0', async () => (await heldBytes(metricsPort)) === 0, 10_000);
   }, 120_000);
+
+  it('answers one message at a time, each whole and in order, when the budget is smaller than a message', async () => {
+    const b = await Broker.start(['--kafka-fetch-memory-bytes', '100']);
+    brokers.push(b);
+    const w = await KafkaWire.open(b.kafka);
+    sockets.push(w.socket);
+    const values = Array.from({ length: 5 }, (_, i) => `message ${i} `.repeat(20));
+    expect((await produce(w, 'small', 0, 1, values)).error).toBe(0);
+    await waitFor('the messages flushed', async () => (await fetchValues(w, 'small', 0, 0)).highWatermark > 0, 15_000); // one append: flushed at once
+    const read: string[] = [];
+    let offset = 0;
+    while (read.length < values.length) {
+      const answer = await fetchValues(w, 'small', 0, offset);
+      expect(answer.error).toBe(0);
+      expect(answer.values).toHaveLength(1); // a 1 MiB fetch, cut to its first message by the budget
+      read.push(answer.values[0]!);
+      offset = answer.offsets[0]! + 1;
+    }
+    expect(read).toEqual(values);
+  });
 });
