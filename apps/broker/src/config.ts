@@ -77,6 +77,12 @@ export interface BrokerConfig {
   connectionsMaxIdleMs: number;
   /** Most client connections at once (`max.connections`); more are closed at once, with a log line; default 10 000. */
   maxConnections: number;
+  /**
+   * Most bytes of Kafka fetch answers held in memory over all connections of the Kafka listener
+   * (`kafka.fetch.memory.bytes`, docs/kafka-protocol.md): answers built and not yet out of the
+   * sockets' buffers; default 128 MiB. Past it fetches answer smaller, down to one message each.
+   */
+  kafkaFetchMemoryBytes: number;
   /** Port of the Kafka listener (`kafka.port`, docs/kafka-protocol.md); 0 picks a free one, which the broker logs; absent: no Kafka listener. */
   kafkaPort?: number;
   /** Host given to Kafka clients in Metadata and FindCoordinator answers (`kafka.advertised.host`); default `host`. */
@@ -166,6 +172,7 @@ export const defaultBrokerConfig: Omit<BrokerConfig, 'logDir'> = {
   queuedMaxRequestBytes: 128 * 1024 * 1024,
   connectionsMaxIdleMs: 600_000,
   maxConnections: 10_000,
+  kafkaFetchMemoryBytes: 128 * 1024 * 1024,
   uncleanLeaderElection: false,
   controlledShutdownEnable: true,
   controlledShutdownMaxRetries: 3,
@@ -228,6 +235,7 @@ const propertyKeys: Record<string, keyof BrokerConfig> = {
   'connections.max.idle.ms': 'connectionsMaxIdleMs',
   'max.connections': 'maxConnections',
   'kafka.port': 'kafkaPort',
+  'kafka.fetch.memory.bytes': 'kafkaFetchMemoryBytes',
   'kafka.advertised.host': 'kafkaAdvertisedHost',
   'unclean.leader.election.enable': 'uncleanLeaderElection',
   'controlled.shutdown.enable': 'controlledShutdownEnable',
@@ -266,6 +274,7 @@ const minimums: Record<NumericKey, number> = {
   connectionsMaxIdleMs: 100,
   maxConnections: 1,
   kafkaPort: 0,
+  kafkaFetchMemoryBytes: 1,
   controlledShutdownMaxRetries: 0,
   controlledShutdownRetryBackoffMs: 0,
   controllerRequestTimeoutMs: 100,

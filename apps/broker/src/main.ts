@@ -93,6 +93,11 @@ const program = new Command('klog-broker')
   )
   .option('--max-connections <n>', `most client connections at once (max.connections, default ${d.maxConnections})`, int('maxConnections', '--max-connections'))
   .option('--kafka-port <port>', "also speak Kafka's wire protocol on this port, 0 picks a free one (kafka.port, default: none)", int('kafkaPort', '--kafka-port'))
+  .option(
+    '--kafka-fetch-memory-bytes <bytes>',
+    `most bytes of Kafka fetch answers held over all connections (kafka.fetch.memory.bytes, default ${d.kafkaFetchMemoryBytes / 2 ** 20} MiB)`,
+    int('kafkaFetchMemoryBytes', '--kafka-fetch-memory-bytes'),
+  )
   .option('--kafka-advertised-host <host>', 'host given to Kafka clients (kafka.advertised.host, default: --host)')
   .option(
     '--unclean-leader-election-enable <bool>',
@@ -170,7 +175,7 @@ async function main(): Promise<void> {
     ['retentionCheckIntervalMs', 'retentionCheckIntervalMs'], ['maxMessageBytes', 'maxMessageBytes'], ['maxRequestBytes', 'maxRequestBytes'],
     ['readPath', 'readPath'], ['metricsPort', 'metricsPort'], ['autoCreateTopicsEnable', 'autoCreateTopics'], ['maxPartitions', 'maxPartitions'],
     ['queuedMaxRequestBytes', 'queuedMaxRequestBytes'], ['connectionsMaxIdleMs', 'connectionsMaxIdleMs'], ['maxConnections', 'maxConnections'],
-    ['kafkaPort', 'kafkaPort'], ['kafkaAdvertisedHost', 'kafkaAdvertisedHost'],
+    ['kafkaPort', 'kafkaPort'], ['kafkaAdvertisedHost', 'kafkaAdvertisedHost'], ['kafkaFetchMemoryBytes', 'kafkaFetchMemoryBytes'],
     ['uncleanLeaderElectionEnable', 'uncleanLeaderElection'], ['controlledShutdownEnable', 'controlledShutdownEnable'],
     ['controlledShutdownMaxRetries', 'controlledShutdownMaxRetries'], ['controlledShutdownRetryBackoffMs', 'controlledShutdownRetryBackoffMs'],
     ['controllerRequestTimeoutMs', 'controllerRequestTimeoutMs'], ['controllerBatchDelayMs', 'controllerBatchDelayMs'],

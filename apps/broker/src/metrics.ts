@@ -16,6 +16,7 @@
  * | `klog_errors_total` | counter | code | error responses and rejected requests (fire-and-forget sets too; `DiskFull` for a full disk), by error code name |
  * | `klog_connections_open` | gauge | | client connections open |
  * | `klog_long_polls_waiting` | gauge | | fetches waiting at the log end for data |
+ * | `klog_kafka_fetch_memory_bytes` | gauge | | bytes of Kafka fetch answers held in memory (`kafka.fetch.memory.bytes`) |
  * | `klog_flushes_total` | counter | result (ok, error) | log flushes (fdatasync rounds, docs/design.md §2) |
  * | `klog_flush_duration_seconds` | histogram | | time of each flush |
  * | `klog_partitions` | gauge | | partition logs on this broker |
@@ -240,6 +241,18 @@ export class BrokerMetrics {
     new Gauge({
       name: 'klog_connections_open',
       help: 'Client connections open',
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
+
+  /** Serves `klog_kafka_fetch_memory_bytes` from `read` (the Kafka listener's fetch memory, bytes held). */
+  countKafkaFetchMemory(read: () => number): void {
+    new Gauge({
+      name: 'klog_kafka_fetch_memory_bytes',
+      help: 'Bytes of Kafka fetch answers held in memory (kafka.fetch.memory.bytes)',
       registers: [this.registry],
       collect() {
         this.set(read());

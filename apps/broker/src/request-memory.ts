@@ -1,11 +1,15 @@
 /**
- * The broker-wide budget of request bytes held in memory (`queued.max.request.bytes`, as
- * Kafka's): bytes read from sockets and not yet handled, and the buffers of large frames being
- * received. A connection that finds the budget spent stops reading its socket (back-pressure:
- * the client's writes wait in TCP) until bytes are released, instead of buffering more.
+ * Broker-wide budgets of bytes held in memory (docs/format.md §5, connection limits). One
+ * instance is the budget of request bytes (`queued.max.request.bytes`, as Kafka's): bytes read
+ * from sockets and not yet handled, and the buffers of large frames being received. A connection
+ * that finds it spent stops reading its socket (back-pressure: the client's writes wait in TCP)
+ * until bytes are released, instead of buffering more. Another is the budget of the Kafka
+ * listener's fetch answers (`kafka.fetch.memory.bytes`, docs/kafka-protocol.md): bytes of
+ * answers built and not yet out of Node's socket buffers; a fetch that finds it spent answers
+ * smaller (its first message whole), see ./kafka/fetch.ts.
  */
 
-/** The budget, shared by every connection of one broker. */
+/** A budget, shared by every connection of one broker. */
 export class RequestMemory {
   /** Bytes counted now (may pass the budget by what sockets delivered before they were paused). */
   #used = 0;
@@ -18,6 +22,11 @@ export class RequestMemory {
   /** Bytes counted now. */
   get usedBytes(): number {
     return this.#used;
+  }
+
+  /** Bytes left before the budget is spent (0 when it is, or passed). */
+  get freeBytes(): number {
+    return Math.max(0, this.budgetBytes - this.#used);
   }
 
   /** True when no more bytes should be read. */
@@ -56,5 +65,51 @@ export class RequestMemory {
   whenReleased(wake: () => void): () => void {
     this.#waiting.add(wake);
     return () => this.#waiting.delete(wake);
+  }
+}
+
+/**
+ * Bytes one connection holds of a {@link RequestMemory} for the response it is building (a Kafka
+ * fetch answer), handed over with the response and released once the response has left the
+ * socket's buffer, or the socket closed.
+ */
+export class HeldBytes {
+  #bytes = 0;
+
+  /** @param memory the budget the bytes are counted in */
+  constructor(readonly memory: RequestMemory) {}
+
+  /** Bytes held now and not yet handed over. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Counts `bytes` (already in memory, or about to be) in the budget. */
+  add(bytes: number): void {
+    if (bytes <= 0) return;
+    this.#bytes += bytes;
+    this.memory.add(bytes);
+  }
+
+  /** Uncounts up to `bytes` of those held. */
+  release(bytes: number): void {
+    const n = Math.min(bytes, this.#bytes);
+    if (n <= 0) return;
+    this.#bytes -= n;
+    this.memory.release(n);
+  }
+
+  /**
+   * Hands over every byte held (this then holds none).
+   * @returns a function that releases them, once however often it is called
+   */
+  take(): () => void {
+    let bytes = this.#bytes;
+    this.#bytes = 0;
+    return () => {
+      const n = bytes;
+      bytes = 0;
+      this.memory.release(n);
+    };
   }
 }

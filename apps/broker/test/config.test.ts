@@ -56,6 +56,12 @@ describe('broker configuration', () => {
     expect(() => readPropertiesFile(propertiesFile('flush.threads=65'))).toThrow(/flush\.threads 65 is above 64/);
   });
 
+  it('reads kafka.fetch.memory.bytes, 128 MiB by default', () => {
+    expect(resolveConfig({ logDir: '/x' }).kafkaFetchMemoryBytes).toBe(128 * 1024 * 1024);
+    expect(readPropertiesFile(propertiesFile('kafka.fetch.memory.bytes=4194304'))).toEqual({ kafkaFetchMemoryBytes: 4 * 1024 * 1024 });
+    expect(() => readPropertiesFile(propertiesFile('kafka.fetch.memory.bytes=0'))).toThrow(/kafka\.fetch\.memory\.bytes: expected an integer >= 1/);
+  });
+
   it('starts from --config, with flags taking precedence', async () => {
     const logDir = tempDir();
     dirs.push(logDir);

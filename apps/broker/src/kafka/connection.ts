@@ -5,14 +5,17 @@
  * size outside `[10, max.request.bytes]` by closing; requests are answered one at a time, in
  * order, as a Kafka broker does. A request klog cannot decode, or an API or version it does not
  * serve, closes the connection (what a Kafka broker does); nothing of it reaches a log. A
- * connection that completes no request for `connections.max.idle.ms` is closed.
+ * connection that completes no request for `connections.max.idle.ms` is closed. The bytes of
+ * a fetch answer held in the listener's fetch memory (`kafka.fetch.memory.bytes`) are released
+ * when the response has left the socket's buffer (its write callback), or when the request
+ * fails or the socket closes.
  */
 import type { Socket } from 'node:net';
 import { decodeRequestHeader, KafkaProtocolError, apiKeyName } from '@klog/kafka-protocol';
 import type { LimitedConnection } from '../connection-limits.js';
 import { RequestFrames } from '../request-frames.js';
-import type { RequestMemory } from '../request-memory.js';
-import type { KafkaContext } from './context.js';
+import { HeldBytes, type RequestMemory } from '../request-memory.js';
+import type { KafkaContext, KafkaListenerContext } from './context.js';
 import { routeKafkaRequest } from './router.js';
 
 /** Smallest request frame: a request header with a null client id. */
@@ -34,15 +37,17 @@ export class KafkaConnection implements LimitedConnection {
   private busy = false;
   /** When the last request was completed (or the connection opened), ms since the epoch. */
   private lastRequestMs = Date.now();
+  /** Releases of responses written whose bytes have not yet left the socket's buffer. */
+  private readonly unsent = new Set<() => void>();
   readonly remoteAddress: string;
 
   constructor(
-    k: KafkaContext,
+    k: KafkaListenerContext,
     private readonly socket: Socket,
     memory: RequestMemory,
   ) {
     const gone = new AbortController();
-    this.ctx = { ...k, broker: { ...k.broker, closing: AbortSignal.any([k.broker.closing, gone.signal]) } };
+    this.ctx = { ...k, broker: { ...k.broker, closing: AbortSignal.any([k.broker.closing, gone.signal]) }, held: new HeldBytes(k.fetchMemory) };
     this.remoteAddress = `${socket.remoteAddress}:${socket.remotePort}`;
     const maxFrameBytes = k.broker.config.maxRequestBytes;
     socket.setNoDelay(true);
@@ -62,6 +67,8 @@ export class KafkaConnection implements LimitedConnection {
     socket.on('error', (err) => k.broker.logger.debug({ remote: this.remoteAddress, err: err.message }, 'Kafka connection error'));
     socket.on('close', () => {
       gone.abort(); // a long-poll fetch of this connection stops waiting
+      for (const release of this.unsent) release();
+      this.unsent.clear();
       if (!this.busy) this.frames.close();
     });
   }
@@ -117,23 +124,40 @@ export class KafkaConnection implements LimitedConnection {
         } finally {
           this.frames.done();
         }
-        if (response !== undefined && !socket.destroyed && !write(socket, response)) await drained(socket);
+        const release = this.ctx.held.take();
+        if (response === undefined || socket.destroyed) release();
+        else {
+          this.unsent.add(release);
+          const sent = (): void => {
+            this.unsent.delete(release);
+            release();
+          };
+          if (!write(socket, response, sent)) await drained(socket);
+        }
         this.lastRequestMs = Date.now();
       }
       this.frames.idle();
     } finally {
+      this.ctx.held.take()(); // a request that failed or closed the connection
       this.busy = false;
       if (socket.destroyed) this.frames.close();
     }
   }
 }
 
-/** Writes a response's parts together. @returns false when the socket's buffer is full */
-function write(socket: Socket, response: Buffer | Buffer[]): boolean {
-  if (Buffer.isBuffer(response)) return socket.write(response);
+/**
+ * Writes a response's parts together; `sent` is called once the last has left the socket's
+ * buffer, or failed. @returns false when the socket's buffer is full
+ */
+function write(socket: Socket, response: Buffer | Buffer[], sent: () => void): boolean {
+  if (Buffer.isBuffer(response)) return socket.write(response, () => sent());
+  if (response.length === 0) {
+    sent();
+    return true;
+  }
   socket.cork();
   let ok = true;
-  for (const part of response) ok = socket.write(part);
+  for (let i = 0; i < response.length; i++) ok = i === response.length - 1 ? socket.write(response[i]!, () => sent()) : socket.write(response[i]!);
   socket.uncork();
   return ok;
 }

@@ -1,5 +1,6 @@
 /** What every Kafka request handler works with. */
 import type { BrokerContext } from '../handlers/index.js';
+import type { HeldBytes, RequestMemory } from '../request-memory.js';
 import type { PartitionEnds } from './ends.js';
 import type { GroupCoordinator } from './groups/coordinator.js';
 import type { ReadAhead } from './read-ahead.js';
@@ -14,4 +15,11 @@ export interface KafkaContext {
   readonly groups: GroupCoordinator;
   /** Answers of next fetches read ahead. */
   readonly readAhead: ReadAhead;
+  /** The broker-wide budget of fetch answer bytes held in memory (`kafka.fetch.memory.bytes`). */
+  readonly fetchMemory: RequestMemory;
+  /** What the connection's request being handled holds of {@link fetchMemory}. */
+  readonly held: HeldBytes;
 }
+
+/** The listener's context before a connection adds its own {@link KafkaContext.held}. */
+export type KafkaListenerContext = Omit<KafkaContext, 'held'>;

@@ -7,6 +7,13 @@
  * partition's max bytes, so no consumer stalls. With fewer than min_bytes to send it waits up to
  * max_wait_ms for a flush (a high watermark move) of one of the partitions asked for. The next
  * answer of a paper partition is read ahead (./read-ahead.ts).
+ *
+ * Answers are built in memory, so their bytes count in the listener's fetch memory
+ * (`kafka.fetch.memory.bytes`, broker-wide) until the response has left the socket's buffer
+ * (./connection.ts): each partition's max bytes is also bounded by what the budget has left, so
+ * when it is spent answers get smaller, down to one message: the first message of an answer
+ * that would otherwise be empty is still served whole (the same rule), so no consumer stalls.
+ * The budget bounds the klog bytes read; re-framing adds at most 24 bytes a message.
  */
 import {
   KafkaErrorCode,
@@ -34,6 +41,7 @@ export async function handleKafkaFetch(k: KafkaContext, h: RequestHeader, r: Kaf
   const magic = fetchMagic(h.apiVersion);
   let answer = await readAll(k, req, magic);
   if (answer.bytes < req.minBytes && req.maxWaitMs > 0 && answer.logs.length > 0) {
+    k.held.release(answer.bytes); // this answer is dropped: read again after the wait
     await waitForFlush(k, answer.logs, Math.min(req.maxWaitMs, 30_000));
     answer = await readAll(k, req, magic);
   }
@@ -42,12 +50,16 @@ export async function handleKafkaFetch(k: KafkaContext, h: RequestHeader, r: Kaf
 
 interface FetchAnswer {
   readonly topics: { topic: string; partitions: FetchPartitionResponse[] }[];
-  /** Bytes of records in the answer. */
+  /** Bytes of records in the answer, held in `k.held` (the fetch memory). */
   readonly bytes: number;
   /** Logs asked for that had nothing to send (to wait on). */
   readonly logs: ServedLog[];
 }
 
+/**
+ * Reads every partition asked for, each within its max bytes, what is left of the request's and
+ * what is left of the fetch memory; the records' bytes are added to `k.held`.
+ */
 async function readAll(k: KafkaContext, req: FetchRequest, magic: 0 | 1): Promise<FetchAnswer> {
   let bytes = 0;
   const logs: ServedLog[] = [];
@@ -60,8 +72,16 @@ async function readAll(k: KafkaContext, req: FetchRequest, magic: 0 | 1): Promis
         partitions.push({ partition: p.partition, errorCode: local.errorCode, highWatermark: -1, records: emptyRecords });
         continue;
       }
-      const budget = Math.min(p.maxBytes, k.broker.config.maxFetchBytes, Math.max(0, req.maxBytes - bytes));
-      const answer = await readPartition(k, local, p.fetchOffset, bytes > 0 && budget === 0 ? 0 : Math.max(budget, 1), magic);
+      const budget = Math.min(p.maxBytes, k.broker.config.maxFetchBytes, Math.max(0, req.maxBytes - bytes), k.fetchMemory.freeBytes);
+      // Held while the partition is read (other fetches see it spent), then what was read.
+      k.held.add(budget);
+      let answer: Omit<FetchPartitionResponse, 'partition'>;
+      try {
+        answer = await readPartition(k, local, p.fetchOffset, bytes > 0 && budget === 0 ? 0 : Math.max(budget, 1), magic);
+      } finally {
+        k.held.release(budget);
+      }
+      k.held.add(answer.records.length);
       if (answer.errorCode === KafkaErrorCode.None && answer.records.length === 0) logs.push(local);
       bytes += answer.records.length;
       partitions.push({ partition: p.partition, ...answer });

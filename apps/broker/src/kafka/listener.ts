@@ -11,7 +11,8 @@ import { KafkaListenerRegistry, type ZkClient } from '@klog/zk-registry';
 import type { ConnectionLimits } from '../connection-limits.js';
 import type { BrokerContext } from '../handlers/index.js';
 import { KafkaConnection } from './connection.js';
-import type { KafkaContext } from './context.js';
+import type { KafkaListenerContext } from './context.js';
+import { RequestMemory } from '../request-memory.js';
 import { PartitionEnds } from './ends.js';
 import { GroupCoordinator } from './groups/coordinator.js';
 import { fileOffsetStore, zkOffsetStore } from './groups/offset-store.js';
@@ -51,7 +52,9 @@ export async function startKafkaListener(
   const host = advertisedHost ?? broker.config.host;
   const topology = new KafkaTopology(broker.logs, { nodeId: broker.config.brokerId, host, port: realPort }, zk, () => broker.metadataCache?.topics() ?? []);
   const groups = new GroupCoordinator(topology, zk ? zkOffsetStore(zk) : fileOffsetStore(broker.config.logDir), broker.logger);
-  const k: KafkaContext = { broker, topology, ends: new PartitionEnds(), groups, readAhead: new ReadAhead() };
+  const fetchMemory = new RequestMemory(broker.config.kafkaFetchMemoryBytes);
+  broker.metrics.countKafkaFetchMemory(() => fetchMemory.usedBytes);
+  const k: KafkaListenerContext = { broker, topology, ends: new PartitionEnds(), groups, readAhead: new ReadAhead(), fetchMemory };
   const sockets = new Set<Socket>();
   server.on('connection', (socket) => {
     sockets.add(socket);

@@ -9,6 +9,11 @@
  * log still holds its offset (retention), and dropped when a fetch at its offset asks otherwise. Replicated partitions (whose logs a follower may cut) are
  * not read ahead, nor fetches of more than {@link readAheadMaxBytes}. At most {@link maxPrepared}
  * answers wait at once, each of at most a quarter over the fetch's max bytes plus 1 KiB.
+ * Answers waiting here are not counted in the fetch memory (`kafka.fetch.memory.bytes`): they
+ * are at most {@link maxPrepared} × 1.25 MiB for the whole listener, however many connections
+ * there are, so a bound of their own; one taken by a fetch is counted from then on as that
+ * fetch's answer (./fetch.ts). A fetch whose max bytes the budget cut asks for another size,
+ * so it does not take one prepared for its full size.
  */
 import type { KafkaFraming } from '@klog/kafka-protocol';
 import type { Log } from '@klog/storage';
