@@ -169,15 +169,7 @@ export class BrokerMetrics {
         this.inc(sendfileStats().eagain);
       },
     });
-    const longPollsWaiting = (): number => this.#longPollsWaiting;
-    new Gauge({
-      name: 'klog_long_polls_waiting',
-      help: 'Fetches waiting at the log end for data (long poll)',
-      registers: [this.registry],
-      collect() {
-        this.set(longPollsWaiting());
-      },
-    });
+    this.#readAtScrape('klog_long_polls_waiting', 'Fetches waiting at the log end for data (long poll)', () => this.#longPollsWaiting);
     const flushCounts = this.#flushCounts;
     new Counter({
       name: 'klog_flushes_total',
@@ -238,21 +230,19 @@ export class BrokerMetrics {
 
   /** Serves `klog_connections_open` from `read` (the broker's set of connections). */
   countConnections(read: () => number): void {
-    new Gauge({
-      name: 'klog_connections_open',
-      help: 'Client connections open',
-      registers: [this.registry],
-      collect() {
-        this.set(read());
-      },
-    });
+    this.#readAtScrape('klog_connections_open', 'Client connections open', read);
   }
 
   /** Serves `klog_kafka_fetch_memory_bytes` from `read` (the Kafka listener's fetch memory, bytes held). */
   countKafkaFetchMemory(read: () => number): void {
+    this.#readAtScrape('klog_kafka_fetch_memory_bytes', 'Bytes of Kafka fetch answers held in memory (kafka.fetch.memory.bytes)', read);
+  }
+
+  /** A gauge without labels whose value is `read()` at each scrape: nothing is done between scrapes. */
+  #readAtScrape(name: string, help: string, read: () => number): void {
     new Gauge({
-      name: 'klog_kafka_fetch_memory_bytes',
-      help: 'Bytes of Kafka fetch answers held in memory (kafka.fetch.memory.bytes)',
+      name,
+      help,
       registers: [this.registry],
       collect() {
         this.set(read());
