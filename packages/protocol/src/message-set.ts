@@ -87,6 +87,8 @@ export interface MessageSetWalk {
   readonly count: number;
   /** Bytes from the start covered by those messages. */
   readonly validBytes: number;
+  /** Position of the last of those messages, −1 when there is none. */
+  readonly lastPosition: number;
 }
 
 /**
@@ -100,16 +102,18 @@ export function walkMessageSet(buf: Buffer, end: number, maxMessageBytes: number
   const maxLength = maxMessageBytes === undefined ? Infinity : maxMessageBytes + messageHeaderBytes;
   let pos = 0;
   let count = 0;
+  let lastPosition = -1;
   while (end - pos >= lengthFieldBytes + 1) {
     const length = (buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!;
     if (length < messageHeaderBytes || length > maxLength || buf[pos + lengthFieldBytes] !== currentMagic) break;
     const size = lengthFieldBytes + length;
     if (end - pos < size) break;
     crc?.add(buf, pos, length);
+    lastPosition = pos;
     pos += size;
     count++;
   }
-  return { count, validBytes: pos };
+  return { count, validBytes: pos, lastPosition };
 }
 
 /** The scan result for a walk that stopped at `pos` (not `end`) after `count` valid messages. */

@@ -5,6 +5,7 @@
  * once, {@link flushTurns}) and advances `visibleEnd` to the log end as it was when the sync
  * started, so a read never returns unflushed or torn bytes.
  */
+import { walkMessageSet } from '@klog/protocol';
 import type { Logger } from '@klog/logger';
 import type { LogConfig } from './config.js';
 import { flushTurns } from './flusher.js';
@@ -276,16 +277,10 @@ export class LogFlushState {
 
 /**
  * The offset of the last message of `messageSet` (whole messages, checked by the caller) appended
- * at `offset`, from its length fields; -1 for an empty set or one whose lengths do not add up.
+ * at `offset`, from its length fields (`walkMessageSet`); -1 for an empty set or one that is not
+ * whole messages to its end.
  */
 export function lastMessageOf(messageSet: Buffer, offset: number): number {
-  let pos = 0;
-  let last = -1;
-  while (messageSet.length - pos >= 4) {
-    const length = (messageSet[pos]! << 24) | (messageSet[pos + 1]! << 16) | (messageSet[pos + 2]! << 8) | messageSet[pos + 3]!;
-    if (length < 6) return -1;
-    last = pos;
-    pos += 4 + length;
-  }
-  return pos === messageSet.length && last >= 0 ? offset + last : -1;
+  const walk = walkMessageSet(messageSet, messageSet.length, undefined);
+  return walk.validBytes === messageSet.length && walk.lastPosition >= 0 ? offset + walk.lastPosition : -1;
 }
