@@ -21,6 +21,7 @@ const projects = [
   ['tools/klog', 'tsconfig.lint.json'],
   ['tests/cluster', 'tsconfig.json'],
   ['tests/kafka', 'tsconfig.json'],
+  ['tests/bench', 'tsconfig.json'],
 ];
 
 /** The widest line allowed, in characters (comments included; string literals exempt). */
