@@ -31,4 +31,5 @@ while (Date.now() - t0 < seconds * 1000) {
 const cpu = process.cpuUsage(cpu0);
 rmSync(dir, { recursive: true, force: true });
 const cpuMs = (cpu.user + cpu.system) / 1000;
-console.log(JSON.stringify({ mode, appends, seconds, cpuMs: Math.round(cpuMs), systemMs: Math.round(cpu.system / 1000), percentOfACore: +(cpuMs / (seconds * 10)).toFixed(2) }));
+const percentOfACore = +(cpuMs / (seconds * 10)).toFixed(2);
+console.log(JSON.stringify({ mode, appends, seconds, cpuMs: Math.round(cpuMs), systemMs: Math.round(cpu.system / 1000), percentOfACore }));
