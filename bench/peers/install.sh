@@ -38,14 +38,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     if [ ${#have[@]} -gt 0 ]; then
       # Keep the packages' own init scripts from starting system-wide services on install:
       # run.sh starts each broker itself, on 127.0.0.1 and a temp data dir.
+      # (KLOG_PEERS_POLICY_RC_D: another path for it, which tests/bench uses.) Removed on any exit.
+      policy_rc_d=${KLOG_PEERS_POLICY_RC_D:-/usr/sbin/policy-rc.d}
       added_policy=0
-      if [ ! -e /usr/sbin/policy-rc.d ]; then
-        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && added_policy=1
+      if [ ! -e "$policy_rc_d" ]; then
+        printf '#!/bin/sh\nexit 101\n' > "$policy_rc_d" && chmod +x "$policy_rc_d" && added_policy=1
+        [ "$added_policy" = 1 ] && trap 'rm -f "$policy_rc_d"' EXIT
       fi
       t0=$(date +%s)
       apt-get install -y -q --no-install-recommends "${have[@]}" || echo "install: apt-get install ${have[*]} failed" >&2
       echo "install: apt-get install ${have[*]} took $(( $(date +%s) - t0 )) s" >&2
-      [ "$added_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+      if [ "$added_policy" = 1 ]; then rm -f "$policy_rc_d"; trap - EXIT; fi
     fi
   fi
 fi

@@ -100,7 +100,8 @@ export interface MirrorConfig {
   /**
    * What a gap does (source retention deleted messages before they were copied): `fail` (the
    * default) stops the mirror with exit code 1 and commits nothing past the gap; `continue` logs
-   * it as an error and copies on from the earliest offset kept.
+   * it as an error and copies on from the offset `auto.offset.reset` names (the earliest kept,
+   * with the default `smallest`).
    */
   onGap: 'fail' | 'continue';
 }

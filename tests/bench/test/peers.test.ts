@@ -37,7 +37,8 @@ function fake(bin: string, name: string, body: string): void {
  * Runs bench/peers/install.sh for `packages` with Debian's tools replaced by fakes: dpkg-query
  * finds nothing installed, `apt-cache policy` offers a candidate for every package but `nosuch`
  * and then writes 2 MB more (as a long policy does), `id -u` says root, and apt-get and npm only
- * record their arguments in `calls`.
+ * record their arguments in `calls`; the policy-rc.d that keeps services from starting goes into
+ * the temp dir (`KLOG_PEERS_POLICY_RC_D`), never /usr/sbin.
  */
 function runInstall(packages: string[]): { stderr: string; calls: string[]; status: number | null } {
   const dir = tempDir();
@@ -56,7 +57,7 @@ function runInstall(packages: string[]): { stderr: string; calls: string[]; stat
   fake(bin, 'apt-get', `echo "apt-get $*" >> ${calls}`);
   fake(bin, 'npm', `echo "npm $*" >> ${calls}`);
   const r = spawnSync('bash', [join(repoRoot, 'bench/peers/install.sh'), ...packages], {
-    env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, KLOG_PEERS_POLICY_RC_D: join(dir, 'policy-rc.d') },
     encoding: 'utf8',
   });
   const recorded = readFileSync(calls, 'utf8').split('\n').filter((l) => l.startsWith('apt-get install'));
