@@ -7,6 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { cleanup, startCluster } from '@klog/mirror-maker/testing';
 import { AuditRangeRegistry, OffsetRegistry, ZkClient } from '@klog/zk-registry';
+import { removeChroot, testConnectString } from '@klog/zk-registry/testing';
 import { auditReport, runAudit, runKlog } from './run-audit.js';
 
 afterAll(cleanup);
@@ -107,8 +108,14 @@ describe('klog-audit counting again', () => {
   });
 
   it('exits 1 for a cluster with no broker (a mistyped chroot)', async () => {
-    const r = await runAudit(['--zookeeper', '127.0.0.1:2181/klog-audit-no-such-cluster', '--window-ms', '1000']);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/no broker is registered in cluster cluster1/);
+    // A chroot nothing registered under, on the tests' ZooKeeper (KLOG_ZK_CONNECT), not a fixed port.
+    const empty = testConnectString('klog-audit-no-such-cluster');
+    try {
+      const r = await runAudit(['--zookeeper', empty, '--window-ms', '1000']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/no broker is registered in cluster cluster1/);
+    } finally {
+      await removeChroot(empty).catch(() => {});
+    }
   });
 });
