@@ -40,7 +40,7 @@ function fake(bin: string, name: string, body: string): void {
  * record their arguments in `calls`; the policy-rc.d that keeps services from starting goes into
  * the temp dir (`KLOG_PEERS_POLICY_RC_D`), never /usr/sbin.
  */
-function runInstall(packages: string[]): { stderr: string; calls: string[]; status: number | null } {
+function runInstall(packages: string[]): { stderr: string; calls: string[] } {
   const dir = tempDir();
   const bin = join(dir, 'bin');
   const calls = join(dir, 'calls');
@@ -61,7 +61,7 @@ function runInstall(packages: string[]): { stderr: string; calls: string[]; stat
     encoding: 'utf8',
   });
   const recorded = readFileSync(calls, 'utf8').split('\n').filter((l) => l.startsWith('apt-get install'));
-  return { stderr: r.stderr, calls: recorded, status: r.status };
+  return { stderr: r.stderr, calls: recorded };
 }
 
 describe('bench/peers/install.sh', () => {
