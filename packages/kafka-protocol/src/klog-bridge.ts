@@ -64,20 +64,31 @@ export function klogMessageSetOf(messages: readonly KafkaMessage[]): Buffer {
 
 /**
  * The klog message set of a produced Kafka message set (magic 0 or 1), as
- * {@link klogMessageSetOf} of its decoded messages gives it. A set without compressed messages
- * (what producers send by default) is converted in one pass: each message checked where it lies
- * ({@link scanKafkaMessage}), its key, timestamp bytes and value copied into one buffer allocated
- * once (all copies in one call, {@link KafkaCopies}), every klog CRC filled by one call
- * ({@link writeMessageCrcs}); no object per message. Where klog's CRC addon is loaded all of
- * that is one call into it (`crcAddon.klogOfKafka`, the same bytes), which leaves a set it does
- * not convert (damaged, compressed) to this path. A set with a gzip wrapper is decoded
- * ({@link decodeKafkaMessageSet}) and converted from that.
+ * {@link klogMessageSetOf} of its decoded messages gives it: {@link plainKlogMessageSetOfKafka}
+ * when no message is compressed (what producers send by default), else the set decoded
+ * ({@link decodeKafkaMessageSet}, gzip wrappers inflated) and converted from that.
  * @throws KafkaProtocolError as decodeKafkaMessageSet does; ProtocolError (InvalidMessage) for a key over 65535 bytes
  */
 export async function klogMessageSetOfKafka(records: Buffer, options: DecodeMessageSetOptions): Promise<Buffer> {
-  // A klog message is never larger than the Kafka message it comes from (26 bytes of framing at
-  // most, against 26 for magic 0 and 34 for magic 1), so the set fits in as many bytes.
-  const out = Buffer.allocUnsafe(records.length);
+  return plainKlogMessageSetOfKafka(records) ?? klogMessageSetOf(await decodeKafkaMessageSet(records, options));
+}
+
+/**
+ * The klog message set of a Kafka message set without compressed messages, synchronously, into
+ * `out` (from its start; a new buffer by default): each message checked where it lies
+ * ({@link scanKafkaMessage}), its key, timestamp bytes and value copied (all copies in one call,
+ * {@link KafkaCopies}), every klog CRC filled by one call ({@link writeMessageCrcs}); no object
+ * per message. Where klog's CRC addon is loaded all of that is one call into it
+ * (`crcAddon.klogOfKafka`, the same bytes), which leaves a set it does not convert (damaged,
+ * compressed) to this path. A klog message is never larger than the Kafka message it comes from
+ * (26 bytes of framing at most, against 26 for magic 0 and 34 for magic 1), so `records.length`
+ * bytes of `out` always suffice.
+ * @returns a view of `out`, or undefined when a message is compressed (call klogMessageSetOfKafka)
+ * @throws RangeError when `out` is shorter than `records`; KafkaProtocolError (CorruptMessage)
+ *   for a damaged message; ProtocolError (InvalidMessage) for a key over 65535 bytes
+ */
+export function plainKlogMessageSetOfKafka(records: Buffer, out: Buffer = Buffer.allocUnsafe(records.length)): Buffer | undefined {
+  if (out.length < records.length) throw new RangeError(`output of ${out.length} bytes for a Kafka message set of ${records.length}`);
   if (crcAddon?.klogOfKafka !== undefined) {
     const end = crcAddon.klogOfKafka(records, 0, records.length, out, 0);
     if (end >= 0) return out.subarray(0, end);
@@ -88,7 +99,7 @@ export async function klogMessageSetOfKafka(records: Buffer, options: DecodeMess
   for (let pos = 0; pos < records.length; ) {
     const end = kafkaMessageEnd(records, pos);
     const m = scanKafkaMessage(records, pos, end, span);
-    if (m.codec !== KafkaCodec.None) return klogMessageSetOf(await decodeKafkaMessageSet(records, options));
+    if (m.codec !== KafkaCodec.None) return undefined;
     at = writeKlogMessageOf(records, m, end, out, at, copies);
     pos = end;
   }

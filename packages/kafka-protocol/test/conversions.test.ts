@@ -8,7 +8,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkMessageAt, compressionCodecMask, crc32Range, crcAddon, crcSupport, decodeMessageAt, encodeMessageSetWithHeaders, readMessageHeader, type MessageEntry } from '@klog/protocol';
-import { KafkaErrorCode, decodeKafkaMessageSet, encodeKafkaMessageSet, kafkaMessageSetOf, klogMessageSetOf, klogMessageSetOfKafka } from '../src/index.js';
+import {
+  KafkaErrorCode,
+  decodeKafkaMessageSet,
+  encodeKafkaMessageSet,
+  gzipKafkaMessageSet,
+  kafkaMessageSetOf,
+  klogMessageSetOf,
+  klogMessageSetOfKafka,
+  plainKlogMessageSetOfKafka,
+} from '../src/index.js';
 
 const opts = { maxInnerBytes: 1 << 20 };
 const magics = fc.constantFrom(0 as const, 1 as const);
@@ -144,6 +153,29 @@ describe(`Produce: a Kafka message set as a klog one (${crcSupport.path})`, () =
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe(`Produce into a buffer used again (${crcSupport.path})`, () => {
+  it('gives the reference bytes into the start of a buffer holding earlier conversions, for generated sets', async () => {
+    const shared = Buffer.alloc(1 << 16, 0xa5);
+    await fc.assert(
+      fc.asyncProperty(fc.array(kafkaMessage, { maxLength: 40 }), magics, async (msgs, magic) => {
+        const set = encodeKafkaMessageSet(msgs, magic);
+        const converted = plainKlogMessageSetOfKafka(set, shared);
+        expect(converted).toBeDefined();
+        expect(converted!.buffer).toBe(shared.buffer);
+        expect(converted!.equals(await slowProduce(set))).toBe(true);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('leaves a gzip set to klogMessageSetOfKafka, and refuses a buffer shorter than the set', async () => {
+    const gzipped = await gzipKafkaMessageSet([{ key: null, value: Buffer.from('inside') }], 1);
+    expect(plainKlogMessageSetOfKafka(gzipped, Buffer.alloc(gzipped.length))).toBeUndefined();
+    const set = encodeKafkaMessageSet([{ key: null, value: Buffer.from('value') }], 1);
+    expect(() => plainKlogMessageSetOfKafka(set, Buffer.alloc(set.length - 1))).toThrow(RangeError);
   });
 });
 

@@ -148,26 +148,36 @@ function scanEachCrc(buf: Buffer, end: number, maxMessageBytes: number | undefin
  * `maxMessageBytes` bytes, as a broker must before appending it (docs/design.md §3). Each message's CRC is
  * checked on its own: unlike the one-pass check of {@link scanMessageSet}, no set crafted so
  * that the errors of two messages cancel can pass.
- * @returns the number of messages
+ * @returns its messages and where the last one starts (an appender hands both to the log, which
+ *   need not walk the set again)
  * @throws ProtocolError: MessageSizeTooLarge for an oversized payload, InvalidMessage for
  *   anything else (bad length, magic, CRC, or a partial trailing message)
  */
-export function validateMessageSet(buf: Buffer, maxMessageBytes: number): number {
-  const count = validateMessageSetFraming(buf, maxMessageBytes);
-  if (firstBadMessageCrc(buf, 0, buf.length) < 0) return count;
+export function validateMessageSet(buf: Buffer, maxMessageBytes: number): MessageSetShape {
+  const shape = validateMessageSetFraming(buf, maxMessageBytes);
+  if (firstBadMessageCrc(buf, 0, buf.length) < 0) return shape;
   throw invalidMessageSet(buf, maxMessageBytes);
+}
+
+/** A message set found whole and valid: its messages, and the position of the last one (−1 for an empty set). */
+export interface MessageSetShape {
+  readonly count: number;
+  readonly lastPosition: number;
 }
 
 /**
  * {@link validateMessageSet} without the CRCs, for a caller that checks the CRCs of several sets
  * laid end to end with one {@link firstBadMessageCrc} call afterwards (a broker appending a run
- * of sets), and calls validateMessageSet on a set where that finds a bad one, for the error.
- * @returns the number of messages
+ * of sets), and calls validateMessageSet on a set where that finds a bad one, for the error; or
+ * for a set klog's own encoder wrote, every CRC computed from the bytes it covers (the Kafka
+ * listener's converted sets, docs/kafka-protocol.md "Messages"), which only `maxMessageBytes`
+ * can refuse.
+ * @returns as validateMessageSet
  * @throws as validateMessageSet, for anything but a CRC
  */
-export function validateMessageSetFraming(buf: Buffer, maxMessageBytes: number): number {
-  const { count, validBytes } = walkMessageSet(buf, buf.length, maxMessageBytes);
-  if (validBytes === buf.length) return count;
+export function validateMessageSetFraming(buf: Buffer, maxMessageBytes: number): MessageSetShape {
+  const { count, validBytes, lastPosition } = walkMessageSet(buf, buf.length, maxMessageBytes);
+  if (validBytes === buf.length) return { count, lastPosition };
   throw invalidMessageSet(buf, maxMessageBytes);
 }
 

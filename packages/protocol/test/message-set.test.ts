@@ -202,10 +202,11 @@ describe('scanMessageSet', () => {
 });
 
 describe('validateMessageSet', () => {
-  it('returns the message count of a valid set', () => {
+  it('returns the message count of a valid set and where its last message starts', () => {
     fc.assert(
       fc.property(fc.array(smallPayloadArb, { maxLength: 6 }), (payloads) => {
-        expect(validateMessageSet(encodeMessageSet(payloads), 40)).toBe(payloads.length);
+        const last = payloads.length === 0 ? -1 : encodeMessageSet(payloads.slice(0, -1)).length;
+        expect(validateMessageSet(encodeMessageSet(payloads), 40)).toEqual({ count: payloads.length, lastPosition: last });
       }),
     );
   });

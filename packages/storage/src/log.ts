@@ -202,11 +202,13 @@ export class Log {
    * running one (docs/design.md §10). Under `interval` counts `messageCount` toward
    * `flushMessages` and arms the `flushIntervalMs` timer (docs/design.md §2). The bytes are not
    * visible until flushed.
+   * @param lastPosition where the set's last message starts in it, when the caller's check found
+   *   it (`validateMessageSet`); otherwise the set's length fields are walked for it
    * @returns the offset of the first appended byte and the offset just past the last
    * @throws LogClosedError after `close()`; the write error (the segment is cut back to its
    *   size before the append, so no partial set stays)
    */
-  append(messageSet: Buffer, messageCount: number): AppendResult {
+  append(messageSet: Buffer, messageCount: number, lastPosition?: number): AppendResult {
     if (this.#closed) throw new LogClosedError(`log ${this.topic}-${this.partition}`);
     const view = this.segments.view;
     let active = view[view.length - 1]!;
@@ -214,7 +216,7 @@ export class Log {
     if (active.size > 0 && active.size + messageSet.length > this.config.segmentBytes) active = this.#roll();
     const offset = active.end;
     active.append(messageSet);
-    this.flushState.appended(messageCount, lastMessageOf(messageSet, offset), active.end);
+    this.flushState.appended(messageCount, lastPosition === undefined ? lastMessageOf(messageSet, offset) : offset + lastPosition, active.end);
     return { offset, nextOffset: active.end };
   }
 

@@ -139,11 +139,11 @@ export class ReplicaLog extends Log {
    * @throws StorageError with code NotLeaderForPartition while a follower's append or truncation
    *   is queued or running; what {@link Log.append} throws
    */
-  override append(messageSet: Buffer, messageCount: number): AppendResult {
+  override append(messageSet: Buffer, messageCount: number, lastPosition?: number): AppendResult {
     if (this.#followerOps > 0) {
       throw new StorageError(ErrorCode.NotLeaderForPartition, `log ${this.topic}-${this.partition} is being appended to or truncated as a follower`);
     }
-    return super.append(messageSet, messageCount);
+    return super.append(messageSet, messageCount, lastPosition);
   }
 
   /**

@@ -21,6 +21,7 @@ import {
   validateMessageSet,
   validateMessageSetFraming,
   type ErrorCodeValue,
+  type MessageSetShape,
   type PartitionMessages,
   type ProduceAckRequest,
   type ProduceAckResult,
@@ -47,12 +48,29 @@ let runBuffer: Buffer | undefined;
  *   UnknownTopicError, TooManyPartitionsError or DiskFullError; nothing is appended then
  */
 export async function appendMessages(ctx: BrokerContext, p: PartitionMessages): Promise<{ offset: number; nextOffset: number; log: Log }> {
-  const count = validateMessageSet(p.messages, ctx.config.maxMessageBytes);
+  const shape = validateMessageSet(p.messages, ctx.config.maxMessageBytes);
   const log = ctx.logs.getLog(p.topic, p.partition) ?? (await ctx.logs.getOrCreateLog(p.topic, p.partition));
-  if (count === 0) return { offset: log.logEndOffset, nextOffset: log.logEndOffset, log };
-  const { offset, nextOffset } = log.append(p.messages, count);
-  ctx.metrics.messagesIn(p.topic, count, p.messages.length);
-  return { offset, nextOffset, log };
+  return { ...appendChecked(ctx, log, p.messages, shape), log };
+}
+
+/**
+ * Appends a message set klog's own encoder wrote (every CRC computed from its bytes: the Kafka
+ * listener's converted sets) to `log`, synchronously: only its framing and `max.message.bytes`
+ * are checked (`validateMessageSetFraming`), not its CRCs again. `messages` is not kept once
+ * this returns (the caller may reuse its buffer).
+ * @returns where it landed
+ * @throws ProtocolError (MessageSizeTooLarge) or the append's error; nothing is appended then
+ */
+export function appendEncodedMessages(ctx: BrokerContext, log: Log, messages: Buffer): { offset: number; nextOffset: number } {
+  return appendChecked(ctx, log, messages, validateMessageSetFraming(messages, ctx.config.maxMessageBytes));
+}
+
+/** Appends a set whose check found `shape`, counting it in. */
+function appendChecked(ctx: BrokerContext, log: Log, messages: Buffer, shape: MessageSetShape): { offset: number; nextOffset: number } {
+  if (shape.count === 0) return { offset: log.logEndOffset, nextOffset: log.logEndOffset };
+  const appended = log.append(messages, shape.count, shape.lastPosition);
+  ctx.metrics.messagesIn(log.topic, shape.count, messages.length);
+  return appended;
 }
 
 /** Fire-and-forget produce: a rejected set is logged (there is no response to carry an error). */
@@ -115,7 +133,7 @@ export class ProduceRun {
     const set = p.messages;
     let count: number;
     try {
-      count = validateMessageSetFraming(set, this.ctx.config.maxMessageBytes);
+      count = validateMessageSetFraming(set, this.ctx.config.maxMessageBytes).count;
     } catch (err) {
       rejected(this.ctx, p, err);
       return undefined;
@@ -284,11 +302,11 @@ function appendToReplica(
   p: PartitionMessages,
   checkMinIsr: boolean,
 ): { partition: Partition; offset: number; nextOffset: number } | { errorCode: ErrorCodeValue } {
-  const count = validateMessageSet(p.messages, ctx.config.maxMessageBytes);
+  const shape = validateMessageSet(p.messages, ctx.config.maxMessageBytes);
   const partition = ctx.replicas.get(p.topic, p.partition);
-  const appended = partition?.appendAsLeader(p.messages, count, checkMinIsr) ?? { errorCode: ErrorCode.NotLeaderForPartition };
+  const appended = partition?.appendAsLeader(p.messages, shape, checkMinIsr) ?? { errorCode: ErrorCode.NotLeaderForPartition };
   if ('errorCode' in appended) return appended;
-  ctx.metrics.messagesIn(p.topic, count, p.messages.length);
+  ctx.metrics.messagesIn(p.topic, shape.count, p.messages.length);
   return { partition: partition!, ...appended };
 }
 

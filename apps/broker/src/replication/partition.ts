@@ -7,7 +7,7 @@
  * partition ({@link Partition.enqueue}), so a truncation or an epoch write never overlaps an
  * append of the fetcher. Produce appends are synchronous and check the role in the same turn.
  */
-import { ErrorCode, type ErrorCodeValue, type PartitionState } from '@klog/protocol';
+import { ErrorCode, type ErrorCodeValue, type MessageSetShape, type PartitionState } from '@klog/protocol';
 import type { ReplicaLog } from '@klog/storage';
 import type { Logger } from 'pino';
 import { LeaderState, type IsrProposal } from './leader-state.js';
@@ -297,15 +297,16 @@ export class Partition {
    * Appends a produce's message set as leader (docs/replication.md §11 steps 1-3): refused with
    * NotLeaderForPartition unless it leads, and with NotEnoughReplicas for `acks all` when the ISR
    * as last written is smaller than `min.insync.replicas`; nothing is appended then.
+   * @param shape what the caller's check of the set found (`validateMessageSet`)
    * @returns where it landed, or the error code
    * @throws the append error (the storage layer's: DiskFull, ...)
    */
-  appendAsLeader(messages: Buffer, count: number, acksAll: boolean): { offset: number; nextOffset: number } | { errorCode: ErrorCodeValue } {
+  appendAsLeader(messages: Buffer, shape: MessageSetShape, acksAll: boolean): { offset: number; nextOffset: number } | { errorCode: ErrorCodeValue } {
     if (!this.isLeader || this.#replica === undefined) return { errorCode: ErrorCode.NotLeaderForPartition };
     if (acksAll && this.#leaderState!.isr.length < this.#minInsyncReplicas) return { errorCode: ErrorCode.NotEnoughReplicas };
     const log = this.#replica;
-    if (count === 0) return { offset: log.logEndOffset, nextOffset: log.logEndOffset };
-    const r = log.append(messages, count);
+    if (shape.count === 0) return { offset: log.logEndOffset, nextOffset: log.logEndOffset };
+    const r = log.append(messages, shape.count, shape.lastPosition);
     this.#notifyAppend();
     return r;
   }
