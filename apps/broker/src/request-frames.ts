@@ -20,6 +20,35 @@ import type { RequestMemory } from './request-memory.js';
  */
 export const largeFrameBytes = 1024 * 1024;
 
+/**
+ * Buffers of {@link pooledFrameBytes} in which frames cut from several chunks are copied together
+ * for connections whose handlers keep no view of a frame once it is done (the Kafka listener's:
+ * bytes a handler keeps, it copies): taken for a frame, given back when it is done, so that a
+ * busy producer's requests are not each a new buffer to collect. At most `maxBuffers` are kept;
+ * a frame finding none free gets a new one.
+ */
+export class FrameBufferPool {
+  #free: Buffer[] = [];
+
+  constructor(readonly maxBuffers: number) {}
+
+  /** A buffer of {@link pooledFrameBytes}. */
+  take(): Buffer {
+    return this.#free.pop() ?? Buffer.allocUnsafeSlow(pooledFrameBytes);
+  }
+
+  /** Gives back a buffer from {@link take}, no longer used. */
+  give(buf: Buffer): void {
+    if (this.#free.length < this.maxBuffers) this.#free.push(buf);
+  }
+}
+
+/** Bytes of a pooled buffer: a frame not received into its own buffer, with its size prefix. */
+const pooledFrameBytes = largeFrameBytes + frameSizeBytes;
+
+/** Frames smaller than this are copied together into a buffer of their own size, not a pooled one. */
+const minPooledFrameBytes = 64 * 1024;
+
 /** A large frame being received into its own buffer. */
 interface Assembly {
   /** The frame after its size prefix. */
@@ -40,6 +69,8 @@ export class RequestFrames {
   private assembly: Assembly | undefined;
   /** Bytes of `memory` held by the frame being handled (a large frame), released when it is done. */
   private handling = 0;
+  /** The pooled buffer the frame being handled lies in, given back when it is done. */
+  private pooled: Buffer | undefined;
   /** Cancels the wait for memory while the socket is paused for it. */
   private memoryWait: (() => void) | undefined;
   private closed = false;
@@ -50,6 +81,8 @@ export class RequestFrames {
    * @param readSize the frame size whose 4-byte prefix is at `buf[at]`; throws (an error the
    *   listener answers as its protocol says) when it is out of bounds
    * @param readable called when whole frames may be waiting: bytes arrived, or memory came back
+   * @param pool where frames cut from several chunks are copied together, when the caller keeps
+   *   no view of a frame once it calls {@link done}; without it each gets a buffer of its own
    */
   constructor(
     private readonly socket: Socket,
@@ -57,6 +90,7 @@ export class RequestFrames {
     private readonly maxFrameBytes: number,
     private readonly readSize: (buf: Buffer, at: number) => number,
     private readonly readable: () => void,
+    private readonly pool?: FrameBufferPool,
   ) {
     socket.on('data', (chunk: Buffer) => {
       if (this.closed) return;
@@ -114,8 +148,12 @@ export class RequestFrames {
     return frame;
   }
 
-  /** The frame last taken is handled: a large frame's bytes go back to the budget. */
+  /** The frame last taken is handled: a large frame's bytes go back to the budget, a pooled buffer to its pool. */
   done(): void {
+    if (this.pooled !== undefined) {
+      this.pool!.give(this.pooled);
+      this.pooled = undefined;
+    }
     if (this.handling === 0) return;
     this.memory.release(this.handling);
     this.handling = 0;
@@ -137,6 +175,7 @@ export class RequestFrames {
     this.headPos = 0;
     this.assembly = undefined;
     this.handling = 0;
+    this.pooled = undefined;
   }
 
   /** Stops reading until the budget has room again (then reads and cuts frames again). */
@@ -193,10 +232,13 @@ export class RequestFrames {
 
   /**
    * Copies the first `bytes` buffered bytes (a frame, or a frame head, split across chunks) into
-   * one new chunk in front of the rest; the bytes after them are not copied.
+   * one new chunk in front of the rest; the bytes after them are not copied. A whole frame of at
+   * least {@link minPooledFrameBytes} goes into a buffer of the pool, when there is one (the frame
+   * is cut from it at once, and handed back by {@link done}).
    */
   private coalesce(bytes: number): Buffer {
-    const out = Buffer.allocUnsafe(bytes);
+    const pooled = this.pool !== undefined && bytes >= minPooledFrameBytes && bytes <= pooledFrameBytes ? (this.pooled = this.pool.take()) : undefined;
+    const out = pooled === undefined ? Buffer.allocUnsafe(bytes) : pooled.subarray(0, bytes);
     let filled = 0;
     while (filled < bytes) {
       const c = this.chunks[0]!;

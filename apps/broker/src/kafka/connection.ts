@@ -2,8 +2,11 @@
  * One connection of the Kafka listener (docs/kafka-protocol.md): its byte stream is cut into
  * frames (`int32 size | request`) by {@link RequestFrames}, within the broker's request memory
  * and limits shared with klog's own listener (docs/format.md §5, connection limits), refusing a
- * size outside `[10, max.request.bytes]` by closing; requests are answered one at a time, in
- * order, as a Kafka broker does. A request klog cannot decode, or an API or version it does not
+ * size outside `[10, max.request.bytes]` by closing; requests are handled one at a time and
+ * answered in order, as a Kafka broker does, except that a produce waiting for its flush (acks
+ * -1) does not hold up the produce requests after it: they are appended meanwhile and their
+ * responses queued behind its (at most {@link maxQueuedResponses}); any other request waits
+ * until every response before it is written. A request klog cannot decode, or an API or version it does not
  * serve, closes the connection (what a Kafka broker does); nothing of it reaches a log. A
  * connection that completes no request for `connections.max.idle.ms` is closed. The bytes of
  * a fetch answer held in the listener's fetch memory (`kafka.fetch.memory.bytes`) are released
@@ -11,12 +14,21 @@
  * fails or the socket closes.
  */
 import type { Socket } from 'node:net';
-import { decodeRequestHeader, KafkaProtocolError, apiKeyName } from '@klog/kafka-protocol';
+import { ApiKey, decodeRequestHeader, KafkaProtocolError, apiKeyName } from '@klog/kafka-protocol';
 import type { LimitedConnection } from '../connection-limits.js';
-import { RequestFrames } from '../request-frames.js';
+import { FrameBufferPool, RequestFrames } from '../request-frames.js';
 import { HeldBytes, type RequestMemory } from '../request-memory.js';
-import type { KafkaContext, KafkaListenerContext } from './context.js';
+import { LaterResponse, type KafkaContext, type KafkaListenerContext } from './context.js';
 import { routeKafkaRequest } from './router.js';
+
+/** Most responses queued behind one still to come (a produce waiting for its flush) before the connection stops handling requests until they are written. */
+const maxQueuedResponses = 64;
+
+/**
+ * Where the listener's requests cut from several chunks are copied together (no Kafka handler
+ * keeps a view of its request once it has answered), process-wide.
+ */
+const framePool = new FrameBufferPool(8);
 
 /** Smallest request frame: a request header with a null client id. */
 const minFrameBytes = 10;
@@ -37,6 +49,10 @@ export class KafkaConnection implements LimitedConnection {
   private busy = false;
   /** When the last request was completed (or the connection opened), ms since the epoch. */
   private lastRequestMs = Date.now();
+  /** Responses queued ({@link enqueue}) and not yet written. */
+  private queued = 0;
+  /** Settles once every response queued so far is written (or its failure closed the connection). */
+  private written: Promise<void> = Promise.resolve();
   /** Releases of responses written whose bytes have not yet left the socket's buffer. */
   private readonly unsent = new Set<() => void>();
   readonly remoteAddress: string;
@@ -63,6 +79,7 @@ export class KafkaConnection implements LimitedConnection {
       () => {
         if (!this.busy && !socket.destroyed) void this.pump();
       },
+      framePool,
     );
     socket.on('error', (err) => k.broker.logger.debug({ remote: this.remoteAddress, err: err.message }, 'Kafka connection error'));
     socket.on('close', () => {
@@ -88,6 +105,44 @@ export class KafkaConnection implements LimitedConnection {
     this.socket.destroy();
   }
 
+  /** A request failed other than by its bytes: logged, and the connection closed. */
+  private fail(err: unknown): void {
+    this.ctx.broker.logger.error({ remote: this.remoteAddress, err }, 'Kafka request failed, closing connection');
+    this.socket.destroy();
+  }
+
+  /** Writes one response (nothing for undefined), then waits while the socket's buffer is full. */
+  private async send(response: Buffer | Buffer[] | undefined, release: () => void): Promise<void> {
+    if (response === undefined || this.socket.destroyed) return release();
+    this.unsent.add(release);
+    const sent = (): void => {
+      this.unsent.delete(release);
+      release();
+    };
+    if (!write(this.socket, response, sent)) await drained(this.socket);
+  }
+
+  /**
+   * Queues a response to be written after those queued before it, once it is there (a
+   * {@link LaterResponse} once its promise settles; one that rejects closes the connection).
+   */
+  private enqueue(response: Buffer | Buffer[] | LaterResponse | undefined, release: () => void): void {
+    this.queued++;
+    // Settled at once into a value: a rejection waiting behind earlier responses is handled.
+    const ready = response instanceof LaterResponse ? response.response.then((r) => ({ r }), (err: unknown) => ({ err })) : Promise.resolve({ r: response });
+    this.written = this.written
+      .then(async () => {
+        const settled = await ready;
+        if ('err' in settled) {
+          release();
+          if (!this.socket.destroyed) this.fail(settled.err);
+          return;
+        }
+        await this.send(settled.r, release);
+      })
+      .finally(() => void this.queued--);
+  }
+
   private drop(why: string, detail: object = {}): void {
     this.ctx.broker.logger.warn({ remote: this.remoteAddress, ...detail }, why);
     this.socket.destroy();
@@ -95,7 +150,6 @@ export class KafkaConnection implements LimitedConnection {
 
   /** Handles frames in order until none is whole; one request at a time. */
   private async pump(): Promise<void> {
-    const logger = this.ctx.broker.logger;
     const socket = this.socket;
     this.busy = true;
     try {
@@ -108,9 +162,12 @@ export class KafkaConnection implements LimitedConnection {
           return this.drop('Kafka request size out of bounds, closing connection', { size: err.size, maxRequestBytes: this.ctx.broker.config.maxRequestBytes });
         }
         if (frame === undefined) break;
-        let response: Buffer | Buffer[] | undefined;
+        let response: Buffer | Buffer[] | LaterResponse | undefined;
         try {
           const { header, body } = decodeRequestHeader(frame);
+          // Only a produce is handled while earlier responses wait: any other request sees
+          // every earlier produce flushed, as one handled after their answers would.
+          if (this.queued > 0 && header.apiKey !== ApiKey.Produce) await this.written;
           try {
             response = await routeKafkaRequest(this.ctx, header, body);
           } catch (err) {
@@ -119,21 +176,15 @@ export class KafkaConnection implements LimitedConnection {
           }
         } catch (err) {
           if (err instanceof KafkaProtocolError) return this.drop('bad Kafka request header, closing connection', { err: err.message });
-          logger.error({ remote: this.remoteAddress, err }, 'Kafka request failed, closing connection');
-          return void socket.destroy();
+          return this.fail(err);
         } finally {
           this.frames.done();
         }
         const release = this.ctx.held.take();
-        if (response === undefined || socket.destroyed) release();
-        else {
-          this.unsent.add(release);
-          const sent = (): void => {
-            this.unsent.delete(release);
-            release();
-          };
-          if (!write(socket, response, sent)) await drained(socket);
-        }
+        if (response instanceof LaterResponse || this.queued > 0) {
+          this.enqueue(response, release);
+          if (this.queued >= maxQueuedResponses) await this.written;
+        } else await this.send(response, release);
         this.lastRequestMs = Date.now();
       }
       this.frames.idle();

@@ -1,27 +1,58 @@
 /**
  * Produce (docs/kafka-protocol.md): each partition's message set (magic 0 or 1, gzip wrappers
- * inflated) becomes a klog message set (key and timestamp in the metadata header) appended to
- * the same log klog's own producers append to, checked as theirs are. On a paper topic acks 1
- * answers once appended, acks -1 once flushed (visible), acks 0 not at all. On a replicated
+ * inflated) becomes a klog message set (key and timestamp in the metadata header, every CRC
+ * computed by the conversion) appended to the same log klog's own producers append to, within
+ * the same `max.message.bytes`. On a paper topic acks 1 answers once appended, acks -1 once
+ * flushed (visible), acks 0 not at all. On a replicated
  * topic the set goes through klog's own replicated produce (docs/replication.md §11): appended
  * by the leader only (NOT_LEADER_FOR_PARTITION elsewhere), acks -1 is klog's `acks all` (refused
  * whole with NOT_ENOUGH_REPLICAS while the ISR is below `min.insync.replicas`, answered once the
  * high watermark reaches the set, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR fell short
  * meanwhile), acks 1 and 0 answer after the leader's append.
  */
-import { decodeProduceRequest, encodeProduceResponse, KafkaErrorCode, klogMessageSetOfKafka, type KafkaReader, type ProducePartitionResponse } from '@klog/kafka-protocol';
+import {
+  decodeProduceRequest,
+  encodeProduceResponse,
+  KafkaErrorCode,
+  klogMessageSetOfKafka,
+  plainKlogMessageSetOfKafka,
+  type KafkaReader,
+  type ProducePartitionResponse,
+} from '@klog/kafka-protocol';
 import type { RequestHeader } from '@klog/kafka-protocol';
 import { AckLevel } from '@klog/protocol';
-import { appendMessages, produceReplicated } from '../handlers/produce.js';
-import type { KafkaContext } from './context.js';
+import { appendEncodedMessages, produceReplicated } from '../handlers/produce.js';
+import { LaterResponse, type KafkaContext } from './context.js';
 import { kafkaErrorOf, kafkaErrorOfCode, localLog, withinPartitionCount } from './partitions.js';
 
-/** Handles a Produce request. @returns the framed response, or undefined for acks 0 */
-export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer | undefined> {
+/** Most bytes of a Kafka message set converted in the broker's shared buffer; a larger one gets its own. */
+const maxSharedConversionBytes = 1024 * 1024;
+
+/**
+ * Where the Kafka message sets of paper topics are converted to klog ones, for the whole broker:
+ * a buffer per request would be garbage the size of every request (a GC cycle every few dozen
+ * requests of a busy producer).
+ */
+let conversionBuffer: Buffer | undefined;
+
+/** A buffer of at least `bytes` for one conversion and its append. */
+function conversionBufferFor(bytes: number): Buffer {
+  if (bytes > maxSharedConversionBytes) return Buffer.allocUnsafe(bytes);
+  return (conversionBuffer ??= Buffer.allocUnsafeSlow(maxSharedConversionBytes));
+}
+
+/**
+ * Handles a Produce request: every set appended (a replicated one also acknowledged as its acks
+ * ask) before it returns.
+ * @returns the framed response; for acks -1 to a paper topic the response once the sets are
+ *   flushed (a {@link LaterResponse}: the connection handles the next requests meanwhile); undefined for acks 0
+ */
+export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer | LaterResponse | undefined> {
   const req = decodeProduceRequest(r);
   const acks = req.acks;
-  const waits: Promise<void>[] = [];
-  const topics = [];
+  const replicated: Promise<void>[] = [];
+  const flushes: Promise<void>[] = [];
+  const topics: { name: string; partitions: ProducePartitionResponse[] }[] = [];
   for (const t of req.topics) {
     const partitions: ProducePartitionResponse[] = [];
     for (const p of t.partitions) {
@@ -32,7 +63,7 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
       if (k.broker.replicas.isReplicatedTopic(t.name)) {
         const i = partitions.length;
         partitions.push({ partition: p.partition, errorCode: KafkaErrorCode.UnknownServerError, baseOffset: -1 });
-        waits.push(produceToReplica(k, t.name, p.partition, p.records, acks === -1).then((answer) => void (partitions[i] = answer)));
+        replicated.push(produceToReplica(k, t.name, p.partition, p.records, acks === -1).then((answer) => void (partitions[i] = answer)));
         continue;
       }
       const local = await localLog(k, t.name, p.partition, true);
@@ -41,9 +72,12 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
         continue;
       }
       try {
-        const set = await klogMessageSetOfKafka(p.records, { maxInnerBytes: k.broker.config.maxRequestBytes });
-        const { offset, nextOffset } = await appendMessages(k.broker, { topic: t.name, partition: local.log.partition, messages: set });
-        if (acks === -1) waits.push(local.log.flushedThrough(nextOffset));
+        // Converted into the shared buffer and appended with no await between: nothing else can
+        // write the buffer meanwhile, and the append keeps no reference to it.
+        let set = plainKlogMessageSetOfKafka(p.records, conversionBufferFor(p.records.length));
+        set ??= await klogMessageSetOfKafka(p.records, { maxInnerBytes: k.broker.config.maxRequestBytes });
+        const { offset, nextOffset } = appendEncodedMessages(k.broker, local.log, set);
+        if (acks === -1) flushes.push(local.log.flushedThrough(nextOffset));
         partitions.push({ partition: p.partition, errorCode: KafkaErrorCode.None, baseOffset: offset });
       } catch (err) {
         k.broker.logger.warn({ topic: t.name, partition: p.partition, err: (err as Error).message }, 'Kafka produce rejected');
@@ -52,8 +86,10 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
     }
     topics.push({ name: t.name, partitions });
   }
-  await Promise.all(waits);
-  return acks === 0 ? undefined : encodeProduceResponse(h.correlationId, h.apiVersion, topics);
+  await Promise.all(replicated);
+  if (acks === 0) return undefined;
+  if (flushes.length === 0) return encodeProduceResponse(h.correlationId, h.apiVersion, topics);
+  return new LaterResponse(Promise.all(flushes).then(() => encodeProduceResponse(h.correlationId, h.apiVersion, topics)));
 }
 
 /**
