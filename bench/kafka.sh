@@ -6,6 +6,8 @@
 # nothing: `-c MESSAGES`, which exits at the last message, and `-e`, which exits at the end of
 # the partition; then once more, untimed, into a file compared with the one produced), and
 # kafkajs (bench/kafka-kafkajs.mjs, MESSAGES / 5).
+# Before the runs it writes and deletes MESSAGES/800 MiB (more than the runs write), so that they
+# write into pages the machine has used (`touch_page_cache`, bench/page-cache-touch.mjs).
 # Prints one JSON line per run, after one line that says where and when it ran.
 # Run `npm run setup` first; needs Debian's kcat (`bash scripts/kcat.sh install`).
 #
@@ -23,6 +25,7 @@ KPORT=$KAFKA_PORT
 B="127.0.0.1:$PORT"
 K="127.0.0.1:$KPORT"
 node -e 'const os=require("os");console.log(JSON.stringify({date:new Date().toISOString(),node:process.version,kernel:os.release(),cpus:os.cpus().length,cpuModel:os.cpus()[0].model,memoryGiB:Math.round(os.totalmem()/2**30),loadAverage:os.loadavg().map((l)=>+l.toFixed(2)),kcat:require("child_process").execSync("kcat -V").toString().split("\n")[0]}))'
+touch_page_cache $((N / 800))
 node -e 'const l="x".repeat(199)+"\n";const fs=require("fs");const fd=fs.openSync(process.argv[1],"w");const chunk=l.repeat(10000);for(let i=0;i<+process.argv[2]/10000;i++)fs.writeSync(fd,chunk);fs.closeSync(fd)' "$WORK/lines.txt" "$N"
 
 # Seconds a command takes, as a JSON line with its rate.

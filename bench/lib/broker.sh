@@ -13,3 +13,12 @@ start_broker() {
   done
   read -r PORT KAFKA_PORT <<< "$ports"
 }
+
+# `touch_page_cache MEGABYTES` writes that many MiB into a file in $WORK and deletes it, so that
+# the runs after it write into pages the machine has used (bench/page-cache-touch.mjs measures
+# why: on a virtual machine whose host backs memory on first touch, writes into never-used
+# pages run many times slower).
+touch_page_cache() {
+  dd if=/dev/zero of="$WORK/page-cache-touch" bs=1M count="$1" status=none
+  rm -f "$WORK/page-cache-touch"
+}
