@@ -190,7 +190,13 @@ describe('partition directory fsync', () => {
     }
     expect(deleted).toBeGreaterThan(0);
     const rolls = 5;
-    expect(readdirSync(join(dir, 'rolls-0')).length).toBe(rolls + 1 - deleted);
+    // A deletion is logged before its file is removed: wait for the files to go.
+    const segments = (): number => readdirSync(join(dir, 'rolls-0')).length;
+    for (let i = 0; i < 100 && segments() !== rolls + 1 - deleted; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      deleted = b.logs.filter((l) => l.msg === 'retention deleting segment').length;
+    }
+    expect(segments()).toBe(rolls + 1 - deleted);
     c.close();
     process.kill(b.logs[0]!.pid as number, 'SIGTERM');
     await b.exited;
