@@ -4,7 +4,8 @@
 # `kcat -P` of a file of MESSAGES lines of 200 bytes (199 + newline; acks 1, and librdkafka's
 # default acks -1) and `kcat -C` of them (timed into /dev/null, as `klog perf consume` keeps
 # nothing: `-c MESSAGES`, which exits at the last message, and `-e`, which exits at the end of
-# the partition; then once more, untimed, into a file compared with the one produced), and
+# the partition, once as librdkafka is set by default and once with its fetch.wait.max.ms at 50
+# ms; then once more, untimed, into a file compared with the one produced), and
 # kafkajs (bench/kafka-kafkajs.mjs, MESSAGES / 5).
 # Before the runs it writes and deletes MESSAGES/800 MiB (more than the runs write), so that they
 # write into pages the machine has used (`touch_page_cache`, bench/page-cache-touch.mjs).
@@ -53,6 +54,8 @@ timed kcat 'produce acks -1' "$N" kcat -b "$K" -P -t kcat-acksall -l "$WORK/line
 discard() { "$@" > /dev/null; }
 timed kcat 'consume to the last message (-c)' "$N" discard kcat -b "$K" -C -c "$N" -e -q -o beginning -t kcat-acks1
 timed kcat 'consume to the end of partition (-e)' "$N" discard kcat -b "$K" -C -e -q -o beginning -t kcat-acks1
+# The same with librdkafka's fetch.wait.max.ms at 50 ms: what the held last fetch costs.
+timed kcat 'consume to the end of partition (-e, fetch.wait.max.ms=50)' "$N" discard kcat -b "$K" -C -e -q -o beginning -t kcat-acks1 -X fetch.wait.max.ms=50
 kcat -b "$K" -C -e -q -o beginning -t kcat-acks1 > "$WORK/consumed.txt"
 if cmp -s "$WORK/consumed.txt" "$WORK/lines.txt"; then
   echo '{"client":"kcat","op":"consume, compared with the file produced","identical":true}'
