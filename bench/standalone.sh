@@ -4,15 +4,16 @@
 # partition. Prints one JSON line per run, after one line that says where and when it ran.
 # Run `npm run setup` first. What the machine allows without klog: `node bench/ceilings.mjs`.
 #
-#   bash bench/standalone.sh [MESSAGES]        (default 1000000)
+#   bash bench/standalone.sh [MESSAGES [BROKER FLAGS...]]   (default 1000000; flags go to klog-broker)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-1000000}"
+shift $(( $# > 0 ? 1 : 0 ))
 BIN=node_modules/.bin
 WORK=$(mktemp -d -t klog-bench-XXXXXX)
 trap 'kill $BROKER 2>/dev/null || true; wait $BROKER 2>/dev/null || true; rm -rf "$WORK"' EXIT
 source bench/lib/broker.sh
-start_broker
+start_broker "$@"
 B="127.0.0.1:$PORT"
 echo "# environment"
 node -e 'const os=require("os");console.log(JSON.stringify({date:new Date().toISOString(),node:process.version,kernel:os.release(),cpus:os.cpus().length,cpuModel:os.cpus()[0].model,memoryGiB:Math.round(os.totalmem()/2**30),loadAverage:os.loadavg().map((l)=>+l.toFixed(2))}))'

@@ -293,6 +293,12 @@ async function latencyPrepare(sys, srv, dest) {
   return runJson(join(repoRoot, 'node_modules/.bin/klog'), args, { cwd: repoRoot, timeoutS: 60 });
 }
 
+/**
+ * The Node flags `klog` runs with (its command's `#!/usr/bin/env -S node ...` line): a peer's
+ * latency probe runs with them too, so every system's probe process collects garbage alike.
+ */
+const probeNodeFlags = readFileSync(join(repoRoot, 'tools/klog/bin/klog.js'), 'utf8').split('\n')[0].split(/\s+/).filter((a) => a.startsWith('--'));
+
 /** One fixed-rate latency probe: `klog perf latency`, or the peer's client in latency mode. */
 async function latencyProbe(sys, srv, rate, dest) {
   const common = ['--rate', String(rate), '--seconds', String(LATENCY_S), '--warmup-seconds', '1', '--size', String(SIZE)];
@@ -300,7 +306,7 @@ async function latencyProbe(sys, srv, rate, dest) {
   if (!sys.client) {
     return runJson(join(repoRoot, 'node_modules/.bin/klog'), ['perf', 'latency', '--broker', `127.0.0.1:${srv.port}`, '--topic', dest, ...common, '--json'], { cwd: repoRoot, timeoutS });
   }
-  return runJson(process.execPath, [join(here, 'clients', `${sys.client}.mjs`), 'latency', '--port', String(srv.port), '--dest', dest, '--timeout-s', String(timeoutS), ...common], { cwd: here, timeoutS: timeoutS + 15 });
+  return runJson(process.execPath, [...probeNodeFlags, join(here, 'clients', `${sys.client}.mjs`), 'latency', '--port', String(srv.port), '--dest', dest, '--timeout-s', String(timeoutS), ...common], { cwd: here, timeoutS: timeoutS + 15 });
 }
 
 async function runSystem(sys) {

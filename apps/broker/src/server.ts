@@ -57,7 +57,9 @@ export interface Broker {
  * @param settings any of {@link BrokerConfig}; `logDir` is required
  * @param logger pino logger; default: JSON lines on stdout
  * The read path is `sendfile` when the native addon is available and `read.path` is not
- * `read-write`; it is logged in the "broker listening" line with the metrics port, if any.
+ * `read-write`; it is logged in the "broker listening" line with the metrics port, if any, and
+ * the flags Node was started with (`nodeFlags`: the `klog-broker` command's are in its first
+ * line, docs/design.md §10).
  * @throws ConfigError for bad settings (also `read.path=sendfile` without the addon); the listen error (e.g. EADDRINUSE) when the port is
  *   taken; BrokerIdInUseError when a live broker in the cluster has the same id
  */
@@ -163,6 +165,7 @@ export async function startBroker(settings: Partial<BrokerConfig> & { logDir: st
       crcPath: crcSupport.path,
       flushPolicy: config.flushPolicy,
       flusher: flusherKind,
+      nodeFlags: process.execArgv,
       ...(crcSupport.reason !== undefined ? { crcAddonUnavailable: crcSupport.reason } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
       ...(kafka !== undefined ? { kafkaPort: kafka.port } : {}),

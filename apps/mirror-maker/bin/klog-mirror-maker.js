@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --initial-old-space-size=64
 // The `klog-mirror-maker` command: runs the built program in dist/ (made by `npm run setup`). This file is
 // committed so that package managers can link the command before the first build.
 import('../dist/main.js').catch((err) => {
