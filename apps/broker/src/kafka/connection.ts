@@ -140,6 +140,7 @@ export class KafkaConnection implements LimitedConnection {
         }
         await this.send(settled.r, release);
       })
+      .catch((err: unknown) => this.fail(err)) // the chain never rejects: later responses still settle
       .finally(() => void this.queued--);
   }
 

@@ -28,7 +28,7 @@ export type KafkaListenerContext = Omit<KafkaContext, 'held'>;
  * A response that waits on something other than the connection's next request (a produce's
  * flush, acks -1): its request's effects are done (the sets appended), so the connection goes on
  * reading and handling the requests after it meanwhile, and writes every response in the order
- * of its request (docs/kafka-protocol.md, "Produce"). `response` rejects as the handler would
+ * of its request (docs/kafka-protocol.md, "Messages"). `response` rejects as the handler would
  * have thrown.
  */
 export class LaterResponse {
