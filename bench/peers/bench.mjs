@@ -21,7 +21,7 @@ import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { latencyPhase, latencyTable } from './lib/latency-phase.mjs';
+import { latencyPhase, latencyTable, probeNodeFlags } from './lib/latency-phase.mjs';
 import { replicationPhase, replicationTable } from './lib/replication-phase.mjs';
 import * as servers from './lib/servers.mjs';
 
@@ -292,12 +292,6 @@ async function latencyPrepare(sys, srv, dest) {
   const args = ['perf', 'produce', '--broker-list', `127.0.0.1:${srv.port}`, '--topic', dest, '--messages', '1', '--size', String(SIZE), '--acks', '1', '--json'];
   return runJson(join(repoRoot, 'node_modules/.bin/klog'), args, { cwd: repoRoot, timeoutS: 60 });
 }
-
-/**
- * The Node flags `klog` runs with (its command's `#!/usr/bin/env -S node ...` line): a peer's
- * latency probe runs with them too, so every system's probe process collects garbage alike.
- */
-const probeNodeFlags = readFileSync(join(repoRoot, 'tools/klog/bin/klog.js'), 'utf8').split('\n')[0].split(/\s+/).filter((a) => a.startsWith('--'));
 
 /** One fixed-rate latency probe: `klog perf latency`, or the peer's client in latency mode. */
 async function latencyProbe(sys, srv, rate, dest) {

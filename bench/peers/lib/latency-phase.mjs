@@ -9,6 +9,15 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 
+/**
+ * The Node flags `klog` runs with (its command's `#!/usr/bin/env -S node ...` line): a peer's
+ * latency probe runs with them too, so every system's probe process collects garbage alike.
+ */
+export const probeNodeFlags = readFileSync(new URL('../../../tools/klog/bin/klog.js', import.meta.url), 'utf8')
+  .split('\n')[0]
+  .split(/\s+/)
+  .filter((a) => a.startsWith('--'));
+
 /** CPU seconds (user + system) of every process in the process groups `pgids`, from /proc. */
 export function groupCpuSeconds(pgids) {
   const groups = new Set(pgids);
