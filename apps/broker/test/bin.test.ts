@@ -24,7 +24,7 @@ describe('the klog-broker command', () => {
     try {
       const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
         proc.once('exit', (code) => reject(new Error(`klog-broker exited with ${code}`)));
-        createInterface({ input: proc.stdout! }).on('line', (line) => {
+        createInterface({ input: proc.stdout }).on('line', (line) => {
           const entry = JSON.parse(line) as Record<string, unknown>;
           if (entry.msg === 'broker listening') resolve(entry);
         });
