@@ -17,7 +17,8 @@ import { createInterface } from 'node:readline';
 export async function startBroker(repo, flags = [], env = {}) {
   const work = mkdtempSync(join(tmpdir(), 'klog-bench-'));
   const logDir = join(work, 'logs');
-  const proc = spawn(process.execPath, [join(repo, 'apps/broker/dist/main.js'), '--port', '0', '--log-dir', logDir, ...flags], {
+  // The `klog-broker` command, so the broker runs with the Node flags of its first line (docs/design.md §10).
+  const proc = spawn(join(repo, 'apps/broker/bin/klog-broker.js'), ['--port', '0', '--log-dir', logDir, ...flags], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...env },
   });

@@ -2,12 +2,15 @@
  * The broker against its disk, as a deployment meets it: the log dir lock after `kill -9` when
  * the dead broker's pid names a live process (PID 1 in a container, a reused pid), a full disk
  * (a small tmpfs this test mounts, when root), and the fsync of a partition directory when a
- * segment is rolled or deleted (seen with strace, when installed).
+ * segment is rolled or deleted (seen with strace, when installed), and an fdatasync that fails
+ * under a Kafka produce (failed by strace).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
@@ -21,6 +24,7 @@ import {
   encodeProduceAckRequest,
   iterateMessageSet,
 } from '@klog/protocol';
+import { ApiKey, encodeKafkaMessageSet, encodeRequest, type KafkaWriter } from '@klog/kafka-protocol';
 import { WireClient, brokerMain, removeDir, spawnBroker, tempDir, type BrokerProcess } from './helpers.js';
 
 let dir: string;
@@ -202,5 +206,56 @@ describe('partition directory fsync', () => {
     await b.exited;
     // One for the partition's creation, one per roll, one per delete.
     expect(fsyncsOf(trace, join(dir, 'rolls-0'))).toBeGreaterThanOrEqual(1 + rolls + deleted);
+  });
+});
+
+/** One Kafka request on a new connection to `port`: its response frame, or undefined when the broker closed the connection first. */
+async function kafkaCall(port: number, apiKey: number, apiVersion: number, body: (w: KafkaWriter) => void): Promise<Buffer | undefined> {
+  const socket = connect(port, '127.0.0.1');
+  try {
+    await once(socket, 'connect');
+    socket.write(encodeRequest({ apiKey, apiVersion, correlationId: 1, clientId: 'disk-faults' }, body));
+    let got = Buffer.alloc(0);
+    const closed = once(socket, 'close').then(() => undefined);
+    while (got.length < 4 || got.length < 4 + got.readInt32BE(0)) {
+      const chunk = await Promise.race([once(socket, 'data').then(([d]) => d as Buffer), closed]);
+      if (chunk === undefined) return undefined;
+      got = Buffer.concat([got, chunk]);
+    }
+    return got.subarray(4, 4 + got.readInt32BE(0));
+  } finally {
+    socket.destroy();
+  }
+}
+
+/** Produce v2 with `acks` of one message to partition 0 of each of `topics`. */
+function kafkaProduce(port: number, acks: number, topics: string[]): Promise<Buffer | undefined> {
+  const set = encodeKafkaMessageSet([{ key: null, value: Buffer.from('v'), timestamp: Date.now() }], 1);
+  return kafkaCall(port, ApiKey.Produce, 2, (w) =>
+    w
+      .int16(acks)
+      .int32(30_000)
+      .array(topics, (w, t) => w.string(t).array([0], (w, p) => w.int32(p).bytes(set))),
+  );
+}
+
+describe('a flush that fails under a Kafka produce', () => {
+  it.skipIf(!has('strace') || !isRoot)('closes the connection of an acks -1 produce whose flush failed while the request still waited, and the broker stays up (fdatasync failed by strace attached to it, root)', async () => {
+    const b = await boot(['--kafka-port', '0']);
+    const kafkaPort = b.logs.find((l) => l.msg === 'broker listening')!.kafkaPort as number;
+    expect(await kafkaProduce(kafkaPort, 1, ['synced'])).toBeDefined();
+    // From now on every fdatasync of the broker fails with EIO.
+    const inject = ['-e', 'trace=fdatasync', '-e', 'inject=fdatasync:error=EIO'];
+    const strace = spawn('strace', ['-f', '-qq', '-o', '/dev/null', ...inject, '-p', String(b.proc.pid)], { stdio: 'ignore' });
+    cleanups.push(() => void strace.kill('SIGKILL'));
+    await new Promise((resolve) => setTimeout(resolve, 500)); // attached
+    // `synced` is appended and its flush fails while the request waits for `fresh` to be created.
+    expect(await kafkaProduce(kafkaPort, -1, ['synced', 'fresh'])).toBeUndefined();
+    strace.kill('SIGINT');
+    await once(strace, 'exit');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(b.proc.exitCode).toBeNull();
+    expect(await kafkaCall(kafkaPort, ApiKey.ApiVersions, 0, () => undefined)).toBeDefined();
+    expect(b.logs.some((l) => l.msg === 'Kafka request failed, closing connection')).toBe(true);
   });
 });

@@ -70,7 +70,16 @@ export function klogMessageSetOf(messages: readonly KafkaMessage[]): Buffer {
  * @throws KafkaProtocolError as decodeKafkaMessageSet does; ProtocolError (InvalidMessage) for a key over 65535 bytes
  */
 export async function klogMessageSetOfKafka(records: Buffer, options: DecodeMessageSetOptions): Promise<Buffer> {
-  return plainKlogMessageSetOfKafka(records) ?? klogMessageSetOf(await decodeKafkaMessageSet(records, options));
+  return plainKlogMessageSetOfKafka(records) ?? decodedKlogMessageSetOfKafka(records, options);
+}
+
+/**
+ * The klog message set of a produced Kafka message set decoded first ({@link decodeKafkaMessageSet},
+ * gzip wrappers inflated): for a set {@link plainKlogMessageSetOfKafka} left alone.
+ * @throws as klogMessageSetOfKafka
+ */
+export async function decodedKlogMessageSetOfKafka(records: Buffer, options: DecodeMessageSetOptions): Promise<Buffer> {
+  return klogMessageSetOf(await decodeKafkaMessageSet(records, options));
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   decodeProduceRequest,
   encodeProduceResponse,
   KafkaErrorCode,
+  decodedKlogMessageSetOfKafka,
   klogMessageSetOfKafka,
   plainKlogMessageSetOfKafka,
   type KafkaReader,
@@ -39,6 +40,15 @@ let conversionBuffer: Buffer | undefined;
 function conversionBufferFor(bytes: number): Buffer {
   if (bytes > maxSharedConversionBytes) return Buffer.allocUnsafe(bytes);
   return (conversionBuffer ??= Buffer.allocUnsafeSlow(maxSharedConversionBytes));
+}
+
+/**
+ * `p`, marked handled now: it is awaited only once the rest of the request is done (a flush that
+ * fails meanwhile must not be an unhandled rejection); awaiting the result still rejects as `p`.
+ */
+function handledLater<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
 }
 
 /**
@@ -75,9 +85,9 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
         // Converted into the shared buffer and appended with no await between: nothing else can
         // write the buffer meanwhile, and the append keeps no reference to it.
         let set = plainKlogMessageSetOfKafka(p.records, conversionBufferFor(p.records.length));
-        set ??= await klogMessageSetOfKafka(p.records, { maxInnerBytes: k.broker.config.maxRequestBytes });
+        set ??= await decodedKlogMessageSetOfKafka(p.records, { maxInnerBytes: k.broker.config.maxRequestBytes });
         const { offset, nextOffset } = appendEncodedMessages(k.broker, local.log, set);
-        if (acks === -1) flushes.push(local.log.flushedThrough(nextOffset));
+        if (acks === -1) flushes.push(handledLater(local.log.flushedThrough(nextOffset)));
         partitions.push({ partition: p.partition, errorCode: KafkaErrorCode.None, baseOffset: offset });
       } catch (err) {
         k.broker.logger.warn({ topic: t.name, partition: p.partition, err: (err as Error).message }, 'Kafka produce rejected');
