@@ -34,11 +34,21 @@ import type { Partition } from '../replication/partition.js';
 export const maxRunBytes = 1024 * 1024;
 
 /**
- * Where a run's sets are copied together for their one append. One for the whole broker: the
- * append writes synchronously (`Log.append`) and keeps no reference, so the buffer is free again
- * as soon as it returns.
+ * Where a set is put together just before its append: a run's sets copied together, a Kafka
+ * set converted (kafka/produce.ts). One for the whole broker: every use fills it and appends
+ * from it with no await between, and the append writes synchronously (`Log.append`) and keeps no
+ * reference, so the buffer is free again as soon as it returns.
  */
-let runBuffer: Buffer | undefined;
+let appendBuffer: Buffer | undefined;
+
+/**
+ * The broker-wide buffer of {@link maxRunBytes} to put a set of `bytes` together in just before
+ * appending it, with no await between; a new buffer for a larger set.
+ */
+export function appendBufferFor(bytes: number): Buffer {
+  if (bytes > maxRunBytes) return Buffer.allocUnsafe(bytes);
+  return (appendBuffer ??= Buffer.allocUnsafeSlow(maxRunBytes));
+}
 
 /**
  * Appends one partition's message set, creating the topic first when it is new (and
@@ -169,7 +179,7 @@ export class ProduceRun {
     this.bytes = 0;
     let joined = sets[0]!;
     if (sets.length > 1) {
-      joined = (runBuffer ??= Buffer.allocUnsafeSlow(maxRunBytes)).subarray(0, bytes);
+      joined = appendBufferFor(bytes).subarray(0, bytes);
       let pos = 0;
       for (const set of sets) pos += set.copy(joined, pos);
     }

@@ -22,25 +22,9 @@ import {
 } from '@klog/kafka-protocol';
 import type { RequestHeader } from '@klog/kafka-protocol';
 import { AckLevel } from '@klog/protocol';
-import { appendEncodedMessages, produceReplicated } from '../handlers/produce.js';
+import { appendBufferFor, appendEncodedMessages, produceReplicated } from '../handlers/produce.js';
 import { LaterResponse, type KafkaContext } from './context.js';
 import { kafkaErrorOf, kafkaErrorOfCode, localLog, withinPartitionCount } from './partitions.js';
-
-/** Most bytes of a Kafka message set converted in the broker's shared buffer; a larger one gets its own. */
-const maxSharedConversionBytes = 1024 * 1024;
-
-/**
- * Where the Kafka message sets of paper topics are converted to klog ones, for the whole broker:
- * a buffer per request would be garbage the size of every request (a GC cycle every few dozen
- * requests of a busy producer).
- */
-let conversionBuffer: Buffer | undefined;
-
-/** A buffer of at least `bytes` for one conversion and its append. */
-function conversionBufferFor(bytes: number): Buffer {
-  if (bytes > maxSharedConversionBytes) return Buffer.allocUnsafe(bytes);
-  return (conversionBuffer ??= Buffer.allocUnsafeSlow(maxSharedConversionBytes));
-}
 
 /**
  * `p`, marked handled now: it is awaited only once the rest of the request is done (a flush that
@@ -82,9 +66,9 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
         continue;
       }
       try {
-        // Converted into the shared buffer and appended with no await between: nothing else can
-        // write the buffer meanwhile, and the append keeps no reference to it.
-        let set = plainKlogMessageSetOfKafka(p.records, conversionBufferFor(p.records.length));
+        // Converted into the broker's append buffer and appended with no await between (a buffer
+        // per request would be garbage the size of every request).
+        let set = plainKlogMessageSetOfKafka(p.records, appendBufferFor(p.records.length));
         set ??= await decodedKlogMessageSetOfKafka(p.records, { maxInnerBytes: k.broker.config.maxRequestBytes });
         const { offset, nextOffset } = appendEncodedMessages(k.broker, local.log, set);
         if (acks === -1) flushes.push(handledLater(local.log.flushedThrough(nextOffset)));
