@@ -239,21 +239,44 @@ function kafkaProduce(port: number, acks: number, topics: string[]): Promise<Buf
   );
 }
 
-describe('a flush that fails under a Kafka produce', () => {
+/** Makes every fdatasync of process `pid` fail with EIO (strace attached to it) until the returned function is called. */
+async function failFdatasyncs(pid: number): Promise<() => Promise<void>> {
+  const inject = ['-e', 'trace=fdatasync', '-e', 'inject=fdatasync:error=EIO'];
+  const strace = spawn('strace', ['-f', '-qq', '-o', '/dev/null', ...inject, '-p', String(pid)], { stdio: 'ignore' });
+  cleanups.push(() => void strace.kill('SIGKILL'));
+  await new Promise((resolve) => setTimeout(resolve, 500)); // attached
+  return async () => {
+    strace.kill('SIGINT');
+    await once(strace, 'exit');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  };
+}
+
+describe('a flush that fails under a produce', () => {
+  it.skipIf(!has('strace') || !isRoot)('answers a PRODUCE_ACK with acks 2 whose flush failed with an error for that partition, and the broker stays up (root)', async () => {
+    const b = await boot([]);
+    const c = await WireClient.connect(b.port);
+    expect((await produce(c, 'synced', [Buffer.from('v')], AckLevel.Flushed)).errorCode).toBe(ErrorCode.None);
+    const stop = await failFdatasyncs(b.proc.pid!);
+    const messages = encodeMessageSet([Buffer.from('v')]);
+    const r = await c.request(encodeProduceAckRequest({ acks: AckLevel.Flushed, partitions: ['synced', 'fresh'].map((topic) => ({ topic, partition: 0, messages })) }));
+    expect(r.code).toBe(ErrorCode.None);
+    const [synced] = decodeProduceAckResponse(new Decoder(r.body));
+    expect(synced!.errorCode).not.toBe(ErrorCode.None);
+    await stop();
+    expect(b.proc.exitCode).toBeNull();
+    expect((await produce(c, 'synced', [Buffer.from('w')], AckLevel.Flushed)).errorCode).toBe(ErrorCode.None);
+    c.close();
+  });
+
   it.skipIf(!has('strace') || !isRoot)('closes the connection of an acks -1 produce whose flush failed while the request still waited, and the broker stays up (fdatasync failed by strace attached to it, root)', async () => {
     const b = await boot(['--kafka-port', '0']);
     const kafkaPort = b.logs.find((l) => l.msg === 'broker listening')!.kafkaPort as number;
     expect(await kafkaProduce(kafkaPort, 1, ['synced'])).toBeDefined();
-    // From now on every fdatasync of the broker fails with EIO.
-    const inject = ['-e', 'trace=fdatasync', '-e', 'inject=fdatasync:error=EIO'];
-    const strace = spawn('strace', ['-f', '-qq', '-o', '/dev/null', ...inject, '-p', String(b.proc.pid)], { stdio: 'ignore' });
-    cleanups.push(() => void strace.kill('SIGKILL'));
-    await new Promise((resolve) => setTimeout(resolve, 500)); // attached
+    const stop = await failFdatasyncs(b.proc.pid!);
     // `synced` is appended and its flush fails while the request waits for `fresh` to be created.
     expect(await kafkaProduce(kafkaPort, -1, ['synced', 'fresh'])).toBeUndefined();
-    strace.kill('SIGINT');
-    await once(strace, 'exit');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await stop();
     expect(b.proc.exitCode).toBeNull();
     expect(await kafkaCall(kafkaPort, ApiKey.ApiVersions, 0, () => undefined)).toBeDefined();
     expect(b.logs.some((l) => l.msg === 'Kafka request failed, closing connection')).toBe(true);

@@ -252,8 +252,11 @@ export async function appendProduceAck(ctx: BrokerContext, req: ProduceAckReques
     }
     try {
       const { offset, nextOffset, log } = await appendMessages(ctx, p);
+      const i = results.length;
       results.push({ topic: p.topic, partition: p.partition, errorCode: ErrorCode.None, offset, nextOffset });
-      if (req.acks !== AckLevel.Appended) flushes.push(log.flushedThrough(nextOffset));
+      // A failed flush is the partition's answer, handled at once: later partitions may still be
+      // awaited, and the response never rejects.
+      if (req.acks !== AckLevel.Appended) flushes.push(log.flushedThrough(nextOffset).catch((err: unknown) => void (results[i] = rejectedResult(ctx, p, err))));
     } catch (err) {
       results.push(rejectedResult(ctx, p, err));
     }
