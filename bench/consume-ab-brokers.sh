@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 OTHER=$(cd "$1" && pwd)
 FIRST=${2:-other}
 WA=$(mktemp -d); WB=$(mktemp -d)
-node "$OTHER/apps/broker/dist/main.js" --port 0 --log-dir "$WA/logs" > "$WA/b.log" 2>&1 & PA=$!
-node apps/broker/dist/main.js --port 0 --log-dir "$WB/logs" > "$WB/b.log" 2>&1 & PB=$!
+# Each tree's `klog-broker` command, with the Node flags of its first line (docs/design.md §10).
+"$OTHER/apps/broker/bin/klog-broker.js" --port 0 --log-dir "$WA/logs" > "$WA/b.log" 2>&1 & PA=$!
+apps/broker/bin/klog-broker.js --port 0 --log-dir "$WB/logs" > "$WB/b.log" 2>&1 & PB=$!
 trap 'kill $PA $PB 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WA" "$WB"' EXIT
 for _ in $(seq 150); do grep -q listening "$WA/b.log" && grep -q listening "$WB/b.log" && break; sleep 0.2; done
 port() { grep -o '"port":[0-9]*' "$1/b.log" | head -1 | cut -d: -f2; }

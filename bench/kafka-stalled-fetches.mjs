@@ -6,8 +6,8 @@
  *   node bench/kafka-stalled-fetches.mjs [--repo DIR]... [--stalled 10] [-- BROKER FLAGS...]
  *
  * For each checkout given with --repo (default: this one; give a checkout of main as well to
- * compare), one after another: starts its broker (built dist, temp log dir, Kafka listener,
- * the flags after `--`), produces 40 Produce v2 requests of 10 messages of 100,000 bytes to
+ * compare), one after another: starts its `klog-broker` command (the built dist, with the Node
+ * flags of the command's first line; temp log dir, Kafka listener, the flags after `--`), produces 40 Produce v2 requests of 10 messages of 100,000 bytes to
  * topic `big` (40 MB), then opens --stalled connections that each send one Fetch v2 of
  * `big` from offset 0 with 100 MiB max bytes and never read, and samples the broker's RSS
  * every 100 ms for 3 s. Prints a JSON line per checkout: RSS before and the peak, in MiB.
@@ -32,7 +32,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 for (const repo of (o.repo ?? [root]).map((r) => resolve(r))) {
   const logDir = mkdtempSync(join(tmpdir(), 'klog-stalled-'));
-  const proc = spawn(process.execPath, [join(repo, 'apps/broker/dist/main.js'), '--port', '0', '--kafka-port', '0', '--log-dir', logDir, '--flush-ms', '50', ...flags], {
+  const proc = spawn(join(repo, 'apps/broker/bin/klog-broker.js'), ['--port', '0', '--kafka-port', '0', '--log-dir', logDir, '--flush-ms', '50', ...flags], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const port = await new Promise((res) =>

@@ -30,7 +30,8 @@ import { parseArgs } from 'node:util';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { encodeMessageSet, encodeFetchRequest } = await import(join(root, 'packages/protocol/dist/index.js'));
 const { LogManager, sendfileSupport } = await import(join(root, 'packages/storage/dist/index.js'));
-const brokerMain = join(root, 'apps/broker/dist/main.js');
+// The `klog-broker` command, so the broker runs with the Node flags of its first line (docs/design.md §10).
+const brokerBin = join(root, 'apps/broker/bin/klog-broker.js');
 
 const { values: opts } = parseArgs({
   options: {
@@ -71,7 +72,7 @@ process.stderr.write(`log: ${(logBytes / 2 ** 20).toFixed(0)} MiB, ${sets * setM
 
 /** Starts klog-broker on the log with the read path; resolves with its pid and port. */
 async function startBroker(readPath) {
-  const proc = spawn(process.execPath, [brokerMain, '--port', '0', '--log-dir', logDir, '--read-path', readPath, '--segment-bytes', String(2 ** 30)], {
+  const proc = spawn(brokerBin, ['--port', '0', '--log-dir', logDir, '--read-path', readPath, '--segment-bytes', String(2 ** 30)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const line = await new Promise((resolve, reject) => {
