@@ -7,10 +7,11 @@
  *
  * For each checkout given with --repo (default: this one; give a checkout of main as well to
  * compare), one after another: starts its `klog-broker` command (the built dist, with the Node
- * flags of the command's first line; temp log dir, Kafka listener, the flags after `--`), produces 40 Produce v2 requests of 10 messages of 100,000 bytes to
- * topic `big` (40 MB), then opens --stalled connections that each send one Fetch v2 of
- * `big` from offset 0 with 100 MiB max bytes and never read, and samples the broker's RSS
- * every 100 ms for 3 s. Prints a JSON line per checkout: RSS before and the peak, in MiB.
+ * flags of the command's first line; temp log dir, Kafka listener, the flags after `--`),
+ * produces 40 Produce v2 requests of 10 messages of 100,000 bytes to topic `big` (40 MB), then
+ * opens --stalled connections that each send one Fetch v2 of `big` from offset 0 with 100 MiB
+ * max bytes and never read, and samples the broker's RSS every 100 ms for 3 s. Prints a JSON
+ * line per checkout: RSS before and the peak, in MiB.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
