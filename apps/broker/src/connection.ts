@@ -28,6 +28,7 @@ import { ErrorCode, ProtocolError, RequestDecoder, encodeErrorResponse, readFram
 import { inlineRegionMaxBytes, sendRegion, type FileRegion } from '@klog/storage';
 import { handleFireAndForget, handleRequest, ProduceRun, startProduceAck, type BrokerContext, type ResponsePart } from './handlers/index.js';
 import type { LimitedConnection } from './connection-limits.js';
+import { OrderedAnswers } from './ordered-answers.js';
 import { RequestFrames } from './request-frames.js';
 import type { RequestMemory } from './request-memory.js';
 
@@ -55,10 +56,8 @@ export class Connection implements LimitedConnection {
   /** True while a request is being handled; later frames wait their turn. */
   private busy = false;
   private closed = false;
-  /** PRODUCE_ACK answers started and not yet written. */
-  private pipelined = 0;
-  /** Settles once every started PRODUCE_ACK answer is written (or dropped on close); never rejects. */
-  private answered: Promise<void> = Promise.resolve();
+  /** PRODUCE_ACK answers started and not yet written (or dropped on close), in request order. */
+  private readonly pipelined: OrderedAnswers<ResponsePart[]>;
   /** When the last request was completed (or the connection opened), ms since the epoch. */
   private lastRequestMs = Date.now();
   /** The broker's context, with `closing` also aborted when this connection closes. */
@@ -79,6 +78,15 @@ export class Connection implements LimitedConnection {
     this.ctx = { ...broker, closing: AbortSignal.any([broker.closing, gone.signal]) };
     const ctx = this.ctx;
     this.run = new ProduceRun(ctx);
+    this.pipelined = new OrderedAnswers<ResponsePart[]>(maxPipelinedResponses, {
+      write: (parts) => this.writePipelined(parts),
+      // Neither an answer of startProduceAck nor write rejects: a failure here is a bug, and the
+      // client would take the answers after it for the wrong requests.
+      failed: (err) => {
+        this.ctx.logger.error({ remote: this.remote, err }, 'a pipelined answer failed, closing connection');
+        this.socket.destroy();
+      },
+    });
     socket.setNoDelay(true);
     const maxFrameBytes = ctx.config.maxRequestBytes;
     this.frames = new RequestFrames(socket, memory, maxFrameBytes, (buf, at) => readFrameSize(buf, at, maxFrameBytes)!, () => {
@@ -99,7 +107,7 @@ export class Connection implements LimitedConnection {
    * it handles one: the server closes it after `connections.max.idle.ms`.
    */
   get idleSinceMs(): number | undefined {
-    return this.busy || this.pipelined > 0 ? undefined : this.lastRequestMs;
+    return this.busy || this.pipelined.waiting > 0 ? undefined : this.lastRequestMs;
   }
 
   /** Bytes of the request budget this connection holds. */
@@ -153,16 +161,16 @@ export class Connection implements LimitedConnection {
           continue;
         }
         this.appendRun();
-        while (this.pipelined >= maxPipelinedResponses) await this.answered;
+        while (this.pipelined.full) await this.pipelined.allWritten;
         const started = startProduceAck(this.ctx, this.decoder, frame);
         if (started !== false) {
           const { response } = await started;
           // Appended: the frame's bytes are no longer needed; the answer is written in turn.
           this.requestDone();
-          this.pipeline(response);
+          this.pipelined.add(response);
           continue;
         }
-        if (this.pipelined > 0) await this.answered;
+        if (this.pipelined.waiting > 0) await this.pipelined.allWritten;
         const response = await this.handle(frame);
         if (this.closed) {
           releaseAll(response);
@@ -180,16 +188,14 @@ export class Connection implements LimitedConnection {
     }
   }
 
-  /** Writes a pipelined answer once every answer before it is written; dropped when the connection closed. */
-  private pipeline(response: Promise<ResponsePart[]>): void {
-    this.pipelined++;
-    this.answered = this.answered
-      .then(() => response)
-      .then((parts) => (this.closed ? releaseAll(parts) : this.write(parts)))
-      .finally(() => {
-        this.pipelined--;
-        this.lastRequestMs = Date.now();
-      });
+  /** Writes a pipelined answer whose turn came, or drops it when the connection closed; the idle clock restarts. */
+  private async writePipelined(parts: ResponsePart[]): Promise<void> {
+    try {
+      if (this.closed) releaseAll(parts);
+      else await this.write(parts);
+    } finally {
+      this.lastRequestMs = Date.now();
+    }
   }
 
   /** A request is done: its large frame's bytes go back to the budget, and the idle clock restarts. */

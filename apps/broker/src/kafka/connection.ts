@@ -16,6 +16,7 @@
 import type { Socket } from 'node:net';
 import { ApiKey, decodeRequestHeader, KafkaProtocolError, apiKeyName } from '@klog/kafka-protocol';
 import type { LimitedConnection } from '../connection-limits.js';
+import { OrderedAnswers } from '../ordered-answers.js';
 import { FrameBufferPool, RequestFrames } from '../request-frames.js';
 import { HeldBytes, type RequestMemory } from '../request-memory.js';
 import { LaterResponse, type KafkaContext, type KafkaListenerContext } from './context.js';
@@ -49,10 +50,8 @@ export class KafkaConnection implements LimitedConnection {
   private busy = false;
   /** When the last request was completed (or the connection opened), ms since the epoch. */
   private lastRequestMs = Date.now();
-  /** Responses queued ({@link enqueue}) and not yet written. */
-  private queued = 0;
-  /** Settles once every response queued so far is written (or its failure closed the connection). */
-  private written: Promise<void> = Promise.resolve();
+  /** Responses queued ({@link enqueue}) and not yet written (or their failure closed the connection), in request order. */
+  private readonly queued: OrderedAnswers<Buffer | Buffer[] | undefined>;
   /** Releases of responses written whose bytes have not yet left the socket's buffer. */
   private readonly unsent = new Set<() => void>();
   readonly remoteAddress: string;
@@ -67,6 +66,14 @@ export class KafkaConnection implements LimitedConnection {
     this.remoteAddress = `${socket.remoteAddress}:${socket.remotePort}`;
     const maxFrameBytes = k.broker.config.maxRequestBytes;
     socket.setNoDelay(true);
+    this.queued = new OrderedAnswers<Buffer | Buffer[] | undefined>(maxQueuedResponses, {
+      // A send that fails closes the connection; later responses still take their turn.
+      write: (response, release) => this.send(response, release).catch((err: unknown) => this.fail(err)),
+      // A LaterResponse that rejected (already released): the connection is closed.
+      failed: (err) => {
+        if (!this.socket.destroyed) this.fail(err);
+      },
+    });
     this.frames = new RequestFrames(
       socket,
       memory,
@@ -127,21 +134,7 @@ export class KafkaConnection implements LimitedConnection {
    * {@link LaterResponse} once its promise settles; one that rejects closes the connection).
    */
   private enqueue(response: Buffer | Buffer[] | LaterResponse | undefined, release: () => void): void {
-    this.queued++;
-    // Settled at once into a value: a rejection waiting behind earlier responses is handled.
-    const ready = response instanceof LaterResponse ? response.response.then((r) => ({ r }), (err: unknown) => ({ err })) : Promise.resolve({ r: response });
-    this.written = this.written
-      .then(async () => {
-        const settled = await ready;
-        if ('err' in settled) {
-          release();
-          if (!this.socket.destroyed) this.fail(settled.err);
-          return;
-        }
-        await this.send(settled.r, release);
-      })
-      .catch((err: unknown) => this.fail(err)) // the chain never rejects: later responses still settle
-      .finally(() => void this.queued--);
+    this.queued.add(response instanceof LaterResponse ? response.response : response, release);
   }
 
   private drop(why: string, detail: object = {}): void {
@@ -168,7 +161,7 @@ export class KafkaConnection implements LimitedConnection {
           const { header, body } = decodeRequestHeader(frame);
           // Only a produce is handled while earlier responses wait: any other request sees
           // every earlier produce flushed, as one handled after their answers would.
-          if (this.queued > 0 && header.apiKey !== ApiKey.Produce) await this.written;
+          if (this.queued.waiting > 0 && header.apiKey !== ApiKey.Produce) await this.queued.allWritten;
           try {
             response = await routeKafkaRequest(this.ctx, header, body);
           } catch (err) {
@@ -182,9 +175,9 @@ export class KafkaConnection implements LimitedConnection {
           this.frames.done();
         }
         const release = this.ctx.held.take();
-        if (response instanceof LaterResponse || this.queued > 0) {
+        if (response instanceof LaterResponse || this.queued.waiting > 0) {
           this.enqueue(response, release);
-          if (this.queued >= maxQueuedResponses) await this.written;
+          if (this.queued.full) await this.queued.allWritten;
         } else await this.send(response, release);
         this.lastRequestMs = Date.now();
       }
