@@ -239,9 +239,13 @@ function kafkaProduce(port: number, acks: number, topics: string[]): Promise<Buf
   );
 }
 
-/** Makes every fdatasync of process `pid` fail with EIO (strace attached to it) until the returned function is called. */
-async function failFdatasyncs(pid: number): Promise<() => Promise<void>> {
-  const inject = ['-e', 'trace=fdatasync', '-e', 'inject=fdatasync:error=EIO'];
+/**
+ * Makes every fdatasync of process `pid` fail with EIO, or with `delayMs` wait `delayMs` ms
+ * before it runs (strace attached to it), until the returned function is called.
+ */
+async function failFdatasyncs(pid: number, delayMs?: number): Promise<() => Promise<void>> {
+  const fault = delayMs === undefined ? 'error=EIO' : `delay_enter=${delayMs * 1000}`;
+  const inject = ['-e', 'trace=fdatasync', '-e', `inject=fdatasync:${fault}`];
   const strace = spawn('strace', ['-f', '-qq', '-o', '/dev/null', ...inject, '-p', String(pid)], { stdio: 'ignore' });
   cleanups.push(() => void strace.kill('SIGKILL'));
   await new Promise((resolve) => setTimeout(resolve, 500)); // attached
@@ -280,5 +284,28 @@ describe('a flush that fails under a produce', () => {
     expect(b.proc.exitCode).toBeNull();
     expect(await kafkaCall(kafkaPort, ApiKey.ApiVersions, 0, () => undefined)).toBeDefined();
     expect(b.logs.some((l) => l.msg === 'Kafka request failed, closing connection')).toBe(true);
+  });
+});
+
+describe('a flush slower than connections.max.idle.ms', () => {
+  it.skipIf(!has('strace') || !isRoot)('keeps the connection of a produce waiting for it, on both listeners, and answers it (fdatasync delayed 2.5 s by strace, root)', async () => {
+    const b = await boot(['--kafka-port', '0', '--connections-max-idle-ms', '800']);
+    const kafkaPort = b.logs.find((l) => l.msg === 'broker listening')!.kafkaPort as number;
+    const c = await WireClient.connect(b.port);
+    expect((await produce(c, 'slow', [Buffer.from('v')], AckLevel.Flushed)).errorCode).toBe(ErrorCode.None);
+    expect(await kafkaProduce(kafkaPort, 1, ['slow-kafka'])).toBeDefined();
+    const stop = await failFdatasyncs(b.proc.pid!, 2500);
+    try {
+      const started = Date.now();
+      const [klogAnswer, kafkaAnswer] = await Promise.all([produce(c, 'slow', [Buffer.from('w')], AckLevel.Flushed), kafkaProduce(kafkaPort, -1, ['slow-kafka'])]);
+      expect(Date.now() - started).toBeGreaterThan(2000); // the flushes were slowed
+      expect(klogAnswer.errorCode).toBe(ErrorCode.None);
+      expect(kafkaAnswer).toBeDefined(); // answered, not closed as idle
+      expect(kafkaAnswer!.readInt16BE(4 + 4 + 2 + 'slow-kafka'.length + 4 + 4)).toBe(0); // the partition's error code
+    } finally {
+      await stop();
+    }
+    expect(b.logs.some((l) => String(l.msg).includes('idle'))).toBe(false);
+    c.close();
   });
 });

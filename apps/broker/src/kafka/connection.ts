@@ -68,7 +68,10 @@ export class KafkaConnection implements LimitedConnection {
     socket.setNoDelay(true);
     this.queued = new OrderedAnswers<Buffer | Buffer[] | undefined>(maxQueuedResponses, {
       // A send that fails closes the connection; later responses still take their turn.
-      write: (response, release) => this.send(response, release).catch((err: unknown) => this.fail(err)),
+      write: (response, release) =>
+        this.send(response, release)
+          .catch((err: unknown) => this.fail(err))
+          .finally(() => void (this.lastRequestMs = Date.now())),
       // A LaterResponse that rejected (already released): the connection is closed.
       failed: (err) => {
         if (!this.socket.destroyed) this.fail(err);
@@ -97,9 +100,13 @@ export class KafkaConnection implements LimitedConnection {
     });
   }
 
-  /** Since when (ms since the epoch) the connection has completed no request, or undefined while it handles one. */
+  /**
+   * Since when (ms since the epoch) the connection has completed no request, or undefined while
+   * it handles one or an answer waits to be written (a produce waiting for its flush or its
+   * followers): such a connection is not idle, however long the wait.
+   */
   get idleSinceMs(): number | undefined {
-    return this.busy ? undefined : this.lastRequestMs;
+    return this.busy || this.queued.waiting > 0 ? undefined : this.lastRequestMs;
   }
 
   /** Bytes of the request budget this connection holds. */
