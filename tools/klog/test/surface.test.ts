@@ -2,10 +2,11 @@
  * The command-line surface of every klog command as a user types it: `--version`, every default
  * in `--help` and examples there, one exit-code convention (0 ok, 1 failure, 2 usage error, see
  * the README), and the broker's logs: `--log-level`, JSON when piped, pretty on a real terminal
- * (a pseudo-terminal from script(1)).
+ * (a pseudo-terminal from script(1)); the Node flags the long-running commands start with.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -130,5 +131,42 @@ describe('klog-broker logs', () => {
     const out = await brokerOutput([], true);
     expect(out).toMatch(/\x1b\[32mINFO\x1b\[39m \(klog-broker\): \x1b\[36mbroker listening/);
     expect(out).not.toMatch(/"msg":/);
+  });
+});
+
+describe('the Node flags of the commands (docs/design.md §10)', () => {
+  /** A TCP server that accepts and never answers: a command given it waits. */
+  async function silentServer(): Promise<{ server: Server; port: number; sockets: Socket[] }> {
+    const sockets: Socket[] = [];
+    const server = createServer((s) => void sockets.push(s));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { server, port: (server.address() as { port: number }).port, sockets };
+  }
+
+  /** The argv of process `pid` once it runs `script` (after env(1) has exec'd Node), from /proc. */
+  async function argvRunning(pid: number, script: string): Promise<string[]> {
+    for (let i = 0; i < 200; i++) {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+      if (!argv[0]?.endsWith('env') && argv.some((a) => a.endsWith(script))) return argv;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error(`process ${pid} never ran ${script}`);
+  }
+
+  it.skipIf(process.platform !== 'linux').each([
+    ['klog', 'tools/klog/bin/klog.js', (port: number) => ['consume', '--broker', `127.0.0.1:${port}`, '--topic', 't']],
+    ['klog-mirror-maker', 'apps/mirror-maker/bin/klog-mirror-maker.js', (port: number) => ['--source', `127.0.0.1:${port}/a`, '--target', `127.0.0.1:${port}/b`, '--group', 'g', '--whitelist', '.*']],
+  ])('%s runs Node with --initial-old-space-size=64, as the command its package links', async (_name, file, args) => {
+    const { server, port, sockets } = await silentServer();
+    const bin = join(root, file);
+    const child = spawn(bin, args(port), { stdio: 'ignore' });
+    try {
+      const argv = await argvRunning(child.pid!, file.split('/').pop()!);
+      expect(argv.slice(1, argv.findIndex((a) => a.endsWith(file.split('/').pop()!)))).toEqual(['--initial-old-space-size=64']);
+    } finally {
+      child.kill('SIGKILL');
+      for (const s of sockets) s.destroy();
+      server.close();
+    }
   });
 });
