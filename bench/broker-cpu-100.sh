@@ -15,9 +15,10 @@ ROUNDS="${1:-4}"
 WORK=$(mktemp -d -t klog-cpu100-XXXXXX)
 # shellcheck source=bench/lib/broker.sh
 source bench/lib/broker.sh
-start_broker --num-partitions 1
 trap 'kill "$BROKER" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"' EXIT
-[ -n "$PORT" ] || { echo "broker-cpu-100.sh: the broker did not start (see $WORK/broker.log)" >&2; exit 1; }
+start_broker --num-partitions 1
+# start_broker's log holds the broker's stdout; what it printed to stderr is on the terminal.
+[ -n "$PORT" ] || { cat "$WORK/broker.log" >&2; echo "broker-cpu-100.sh: the broker did not start" >&2; exit 1; }
 HZ=$(getconf CLK_TCK)
 ticks() { awk '{ print $14 + $15 }' "/proc/$BROKER/stat"; }
 probe() { node_modules/.bin/klog perf latency --broker "127.0.0.1:$PORT" --topic cpu100 --rate 100 --seconds "$1" --warmup-seconds 0 --json; }

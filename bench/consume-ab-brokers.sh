@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OTHER=$(cd "$1" && pwd)
 FIRST=${2:-other}
+[ -x "$OTHER/apps/broker/bin/klog-broker.js" ] || { echo "consume-ab-brokers.sh: $OTHER has no apps/broker/bin/klog-broker.js command" >&2; exit 1; }
 WA=$(mktemp -d); WB=$(mktemp -d)
 # Each tree's `klog-broker` command, with the Node flags of its first line (docs/design.md §10).
 "$OTHER/apps/broker/bin/klog-broker.js" --port 0 --log-dir "$WA/logs" > "$WA/b.log" 2>&1 & PA=$!

@@ -1,7 +1,7 @@
 // The disk's and the network's share of a message's CPU and latency at a low rate (not a
-// test): 100 appends a second of 200 bytes to one file for 10 s, each followed by an
-// fdatasync; this process's CPU time, and how long each fdatasync took (p50, p99, p99.9 and
-// max, ms; none in modes none and socket).
+// test): for 10 s, 100 times a second, an append of 200 bytes to one file followed by an
+// fdatasync, or in the modes below a part of that or more; this process's CPU time, and how
+// long each fdatasync took (p50, p99, p99.9 and max, ms; none in modes none and socket).
 //   node bench/fdatasync-floor.mjs sync|flusher|none|socket|relay
 // sync: fs.fdatasyncSync on the event loop; flusher: @klog/storage's fdatasyncFile (klog's
 // flusher threads, as a broker flushes); none: the appends alone; socket: no file, a write of

@@ -30,10 +30,10 @@ function noRelease(): void {}
  * value as soon as it is added, so one that rejects while it waits behind earlier answers is
  * never an unhandled rejection: in its turn it is released and passed to
  * {@link AnswerWriter.failed}, and the answers after it are written as usual (as after a
- * write that throws, which goes to `failed` too). The chain itself never rejects. What a closed
- * connection does with its answers is the writer's (drop and release them, or skip writing to a
- * destroyed socket): every answer still takes its turn and then stops counting as
- * {@link waiting}.
+ * write that throws, which goes to `failed` too). The chain itself never rejects, as long as
+ * `failed` does not throw. What a closed connection does with its answers is the writer's (drop
+ * and release them, or skip writing to a destroyed socket): every answer still takes its turn
+ * and then stops counting as {@link waiting}.
  *
  * At most {@link max} answers are meant to wait: the connection stops taking requests while
  * {@link full}, until {@link allWritten} settles.

@@ -102,8 +102,8 @@ export class KafkaConnection implements LimitedConnection {
 
   /**
    * Since when (ms since the epoch) the connection has completed no request, or undefined while
-   * it handles one or an answer waits to be written (a produce waiting for its flush or its
-   * followers): such a connection is not idle, however long the wait.
+   * it handles one or an answer waits to be written (an acks -1 produce to a paper topic waiting
+   * for its flush): such a connection is not idle, however long the wait.
    */
   get idleSinceMs(): number | undefined {
     return this.busy || this.queued.waiting > 0 ? undefined : this.lastRequestMs;
