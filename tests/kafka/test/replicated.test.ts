@@ -6,6 +6,8 @@
  * NOT_LEADER_FOR_PARTITION; with the followers frozen a message flushed on the leader stays
  * invisible until the high watermark passes it (Fetch and ListOffsets latest), and once the ISR has shrunk below
  * `min.insync.replicas` acks -1 is refused with NOT_ENOUGH_REPLICAS and nothing is appended;
+ * Produce requests with acks -1 sent back to back are appended while the first waits for the
+ * high watermark, and answered in order;
  * committed offsets go to `/consumers/<group>/offsets/<topic>/<partition>`, moved to a message
  * boundary only by a coordinator that holds a replica; a paper topic's only by the broker that
  * holds the partition, never from the coordinator's own partition of the same number.
@@ -165,6 +167,39 @@ describe('a replicated topic through the Kafka listener', () => {
     await cluster.waitForIsr(topic, 1, 3);
     expect((await produce(w, topic, 0, -1, ['after'])).error).toBe(0);
     expect((await fetchValues(w, topic, 0, 0)).values).toEqual(['before', 'past the high watermark', 'after']);
+  });
+});
+
+describe('Produce with acks -1 to a replicated topic, pipelined on one connection', () => {
+  it('appends the requests after one waiting for the high watermark, and answers them in order once it moves', async () => {
+    const topic = 'pipelined-replicated';
+    await cluster.createTopic(topic, 1, 3, 2);
+    const s = (await cluster.state(topic, 0))!;
+    const followers = s.isr.filter((id) => id !== s.leader);
+    const w = await open(s.leader);
+    const other = await open(s.leader);
+    expect(await produce(w, topic, 0, -1, ['first'])).toMatchObject({ error: 0, offset: 0 });
+    for (const id of followers) cluster.brokers[id]!.proc.kill('SIGSTOP');
+    const answered: number[] = [];
+    // Sent back to back, as librdkafka does: the first waits for the frozen followers.
+    const answers = ['a', 'b', 'c'].map((v, i) => produce(w, topic, 0, -1, [v]).finally(() => void answered.push(i)));
+    let probe: { error: number; offset: number } | undefined;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Another connection's acks 1 lands after every set the leader has appended.
+      probe = await produce(other, topic, 0, 1, ['probe']);
+      expect(answered, 'none answered before the high watermark moved').toEqual([]);
+      expect((await cluster.state(topic, 0))!.isr, 'the ISR shrank before the checks: the machine is too slow for this test').toHaveLength(3);
+    } finally {
+      for (const id of followers) cluster.brokers[id]!.proc.kill('SIGCONT');
+    }
+    const [a, b, c] = await Promise.all(answers);
+    expect([a!.error, b!.error, c!.error, probe?.error]).toEqual([0, 0, 0, 0]);
+    // Offsets are byte offsets (docs/format.md): in order, the probe after all three.
+    expect(0 < a!.offset && a!.offset < b!.offset && b!.offset < c!.offset, JSON.stringify([a, b, c])).toBe(true);
+    expect(probe?.offset, 'all three appended while the first waited').toBeGreaterThan(c!.offset);
+    expect(answered).toEqual([0, 1, 2]);
+    expect((await fetchValues(w, topic, 0, 0)).values).toEqual(['first', 'a', 'b', 'c', 'probe']);
   });
 });
 

@@ -270,6 +270,9 @@ export async function appendProduceAck(ctx: BrokerContext, req: ProduceAckReques
  * NotEnoughReplicas for acks −1 when the ISR is below `min.insync.replicas`, and answered after
  * the append (1), the leader's flush (2) or the high watermark reaching the set (−1). Also the
  * Kafka listener's Produce to a replicated partition (docs/kafka-protocol.md, "Partitions").
+ * The set is appended (or refused) before this returns its promise, so a caller can take the
+ * next request while the promise waits for the ack level, and that request's sets land after
+ * this one's (both listeners pipeline produces this way).
  * Never rejects: errors become the result's code (counted in `klog_errors_total`).
  */
 export async function produceReplicated(ctx: BrokerContext, p: PartitionMessages, acks: number): Promise<ProduceAckResult> {

@@ -36,16 +36,18 @@ function handledLater<T>(p: Promise<T>): Promise<T> {
 }
 
 /**
- * Handles a Produce request: every set appended (a replicated one also acknowledged as its acks
- * ask) before it returns.
- * @returns the framed response; for acks -1 to a paper topic the response once the sets are
- *   flushed (a {@link LaterResponse}: the connection handles the next requests meanwhile); undefined for acks 0
+ * Handles a Produce request: every set appended (or refused) before it returns.
+ * @returns the framed response; for acks -1 the response once the sets are flushed (a paper
+ *   topic's) and the high watermark has reached them (a replicated topic's), as a
+ *   {@link LaterResponse}: the connection handles the next requests meanwhile; undefined for acks 0
  */
 export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: KafkaReader): Promise<Buffer | LaterResponse | undefined> {
   const req = decodeProduceRequest(r);
   const acks = req.acks;
+  /** Settle once each replicated set is appended (or refused). */
   const replicated: Promise<void>[] = [];
-  const flushes: Promise<void>[] = [];
+  /** Settle once each set's acks are met: a paper topic's flush, a replicated set's answer. */
+  const acked: Promise<void>[] = [];
   const topics: { name: string; partitions: ProducePartitionResponse[] }[] = [];
   for (const t of req.topics) {
     const partitions: ProducePartitionResponse[] = [];
@@ -57,7 +59,8 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
       if (k.broker.replicas.isReplicatedTopic(t.name)) {
         const i = partitions.length;
         partitions.push({ partition: p.partition, errorCode: KafkaErrorCode.UnknownServerError, baseOffset: -1 });
-        replicated.push(produceToReplica(k, t.name, p.partition, p.records, acks === -1).then((answer) => void (partitions[i] = answer)));
+        const started = startProduceToReplica(k, t.name, p.partition, p.records, acks === -1);
+        replicated.push(started.then(({ answer }) => void acked.push(answer.then((a) => void (partitions[i] = a)))));
         continue;
       }
       const local = await localLog(k, t.name, p.partition, true);
@@ -71,7 +74,7 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
         let set = plainKlogMessageSetOfKafka(p.records, appendBufferFor(p.records.length));
         set ??= await decodedKlogMessageSetOfKafka(p.records, { maxInnerBytes: k.broker.config.maxRequestBytes });
         const { offset, nextOffset } = appendEncodedMessages(k.broker, local.log, set);
-        if (acks === -1) flushes.push(handledLater(local.log.flushedThrough(nextOffset)));
+        if (acks === -1) acked.push(handledLater(local.log.flushedThrough(nextOffset)));
         partitions.push({ partition: p.partition, errorCode: KafkaErrorCode.None, baseOffset: offset });
       } catch (err) {
         k.broker.logger.warn({ topic: t.name, partition: p.partition, err: (err as Error).message }, 'Kafka produce rejected');
@@ -80,26 +83,37 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
     }
     topics.push({ name: t.name, partitions });
   }
-  await Promise.all(replicated);
+  await Promise.all(replicated); // in this request's turn: a later request's sets land after these
   if (acks === 0) return undefined;
-  if (flushes.length === 0) return encodeProduceResponse(h.correlationId, h.apiVersion, topics);
-  return new LaterResponse(Promise.all(flushes).then(() => encodeProduceResponse(h.correlationId, h.apiVersion, topics)));
+  if (acked.length === 0) return encodeProduceResponse(h.correlationId, h.apiVersion, topics);
+  return new LaterResponse(Promise.all(acked).then(() => encodeProduceResponse(h.correlationId, h.apiVersion, topics)));
 }
 
 /**
  * One partition's Produce to a replicated topic, through klog's replicated produce (Kafka acks
- * -1 is klog's `acks all`, 1 and 0 klog's acks 1). Never rejects.
+ * -1 is klog's `acks all`, 1 and 0 klog's acks 1): settles once the set is converted and
+ * appended (or refused), with `answer`, which settles once its acks are met. Neither rejects.
  */
-async function produceToReplica(k: KafkaContext, topic: string, partition: number, records: Buffer, acksAll: boolean): Promise<ProducePartitionResponse> {
-  if (!withinPartitionCount(k, topic, partition)) return { partition, errorCode: KafkaErrorCode.UnknownTopicOrPartition, baseOffset: -1 };
+async function startProduceToReplica(
+  k: KafkaContext,
+  topic: string,
+  partition: number,
+  records: Buffer,
+  acksAll: boolean,
+): Promise<{ answer: Promise<ProducePartitionResponse> }> {
+  const refused = (errorCode: number): { answer: Promise<ProducePartitionResponse> } => ({ answer: Promise.resolve({ partition, errorCode, baseOffset: -1 }) });
+  if (!withinPartitionCount(k, topic, partition)) return refused(KafkaErrorCode.UnknownTopicOrPartition);
   let messages: Buffer;
   try {
     messages = await klogMessageSetOfKafka(records, { maxInnerBytes: k.broker.config.maxRequestBytes });
   } catch (err) {
     k.broker.logger.warn({ topic, partition, err: (err as Error).message }, 'Kafka produce rejected');
-    return { partition, errorCode: kafkaErrorOf(err), baseOffset: -1 };
+    return refused(kafkaErrorOf(err));
   }
-  const r = await produceReplicated(k.broker, { topic, partition, messages }, acksAll ? AckLevel.All : AckLevel.Appended);
-  const errorCode = kafkaErrorOfCode(r.errorCode);
-  return { partition, errorCode, baseOffset: errorCode === KafkaErrorCode.None ? r.offset : -1 };
+  // Appended before produceReplicated returns; its promise waits for the acks.
+  const answer = produceReplicated(k.broker, { topic, partition, messages }, acksAll ? AckLevel.All : AckLevel.Appended).then((r) => {
+    const errorCode = kafkaErrorOfCode(r.errorCode);
+    return { partition, errorCode, baseOffset: errorCode === KafkaErrorCode.None ? r.offset : -1 };
+  });
+  return { answer };
 }
