@@ -1,7 +1,7 @@
 /**
  * The answers of one connection, written to its socket in the order of their requests while a
  * later request is already being handled: klog's pipelined PRODUCE_ACKs (connection.ts) and the
- * Kafka listener's produces waiting for their flush (kafka/connection.ts).
+ * Kafka listener's produces waiting for their flush or high watermark (kafka/connection.ts).
  */
 
 /** How a connection writes its answers; both are called in turn, one answer at a time. */

@@ -91,10 +91,16 @@ export async function handleProduce(ctx: BrokerContext, produces: readonly Parti
 }
 
 /**
+ * A set as its result and its log lines name it: its partition and size, not necessarily its
+ * bytes (an answer that waits holds no more than this).
+ */
+export type SetRef = Pick<PartitionMessages, 'topic' | 'partition'> & { readonly messages: { readonly length: number } };
+
+/**
  * Logs and counts (`klog_errors_total` by code) a set that was not appended. A full disk is
  * logged at error, with the log dir: an operator must act.
  */
-export function rejected(ctx: BrokerContext, p: PartitionMessages, err: unknown): void {
+export function rejected(ctx: BrokerContext, p: SetRef, err: unknown): void {
   const code = errorCodeOf(err);
   ctx.metrics.error(errorCodeName(code));
   const entry = { topic: p.topic, partition: p.partition, bytes: p.messages.length, code: errorCodeName(code), err: (err as Error).message };
@@ -275,22 +281,42 @@ export async function appendProduceAck(ctx: BrokerContext, req: ProduceAckReques
  * this one's (both listeners pipeline produces this way).
  * Never rejects: errors become the result's code (counted in `klog_errors_total`).
  */
-export async function produceReplicated(ctx: BrokerContext, p: PartitionMessages, acks: number): Promise<ProduceAckResult> {
-  const result = (errorCode: ErrorCodeValue, offset = -1, nextOffset = -1): ProduceAckResult => {
-    if (errorCode !== ErrorCode.None) ctx.metrics.error(errorCodeName(errorCode));
-    return { topic: p.topic, partition: p.partition, errorCode, offset, nextOffset };
-  };
+export function produceReplicated(ctx: BrokerContext, p: PartitionMessages, acks: number): Promise<ProduceAckResult> {
+  let appended: ReturnType<typeof appendToReplica>;
   try {
-    const appended = appendToReplica(ctx, p, acks === AckLevel.All);
-    if ('errorCode' in appended) return result(appended.errorCode);
-    const { partition, offset, nextOffset } = appended;
-    if (acks === AckLevel.Flushed) await partition.log!.flushedThrough(nextOffset);
-    if (acks !== AckLevel.All) return result(ErrorCode.None, offset, nextOffset);
-    const code = await partition.waitForHighWatermark(nextOffset);
-    return code === ErrorCode.None || code === ErrorCode.NotEnoughReplicasAfterAppend ? result(code, offset, nextOffset) : result(code);
+    appended = appendToReplica(ctx, p, acks === AckLevel.All);
   } catch (err) {
-    return rejectedResult(ctx, p, err);
+    return Promise.resolve(rejectedResult(ctx, p, err));
   }
+  // The bytes are in the log: what waits for the acks keeps only the set's name and size.
+  const set: SetRef = { topic: p.topic, partition: p.partition, messages: { length: p.messages.length } };
+  if ('errorCode' in appended) return Promise.resolve(replicatedResult(ctx, set, appended.errorCode));
+  return replicatedAnswer(ctx, set, appended, acks);
+}
+
+/** The answer of a set appended to a replicated partition, once its ack level is met (see {@link produceReplicated}). */
+async function replicatedAnswer(
+  ctx: BrokerContext,
+  set: SetRef,
+  appended: { partition: Partition; offset: number; nextOffset: number },
+  acks: number,
+): Promise<ProduceAckResult> {
+  const { partition, offset, nextOffset } = appended;
+  try {
+    if (acks === AckLevel.Flushed) await partition.log!.flushedThrough(nextOffset);
+    if (acks !== AckLevel.All) return replicatedResult(ctx, set, ErrorCode.None, offset, nextOffset);
+    const code = await partition.waitForHighWatermark(nextOffset);
+    const landed = code === ErrorCode.None || code === ErrorCode.NotEnoughReplicasAfterAppend;
+    return landed ? replicatedResult(ctx, set, code, offset, nextOffset) : replicatedResult(ctx, set, code);
+  } catch (err) {
+    return rejectedResult(ctx, set, err);
+  }
+}
+
+/** A replicated set's result; an error code is counted in `klog_errors_total`. */
+function replicatedResult(ctx: BrokerContext, set: SetRef, errorCode: ErrorCodeValue, offset = -1, nextOffset = -1): ProduceAckResult {
+  if (errorCode !== ErrorCode.None) ctx.metrics.error(errorCodeName(errorCode));
+  return { topic: set.topic, partition: set.partition, errorCode, offset, nextOffset };
 }
 
 /**
@@ -331,7 +357,7 @@ function appendToReplica(
  * ({@link rejected}). For a message over the limit, `nextOffset` carries the limit
  * (docs/format.md §11), so the producer can say which.
  */
-function rejectedResult(ctx: BrokerContext, p: PartitionMessages, err: unknown): ProduceAckResult {
+function rejectedResult(ctx: BrokerContext, p: SetRef, err: unknown): ProduceAckResult {
   rejected(ctx, p, err);
   const errorCode = errorCodeOf(err);
   const nextOffset = errorCode === ErrorCode.MessageSizeTooLarge ? ctx.config.maxMessageBytes : -1;

@@ -3,11 +3,11 @@
  * frames (`int32 size | request`) by {@link RequestFrames}, within the broker's request memory
  * and limits shared with klog's own listener (docs/format.md §5, connection limits), refusing a
  * size outside `[10, max.request.bytes]` by closing; requests are handled one at a time and
- * answered in order, as a Kafka broker does, except that a produce waiting for its flush (acks
- * -1) does not hold up the produce requests after it: they are appended meanwhile and their
- * responses queued behind its (at most {@link maxQueuedResponses}); any other request waits
- * until every response before it is written. A request klog cannot decode, or an API or version it does not
- * serve, closes the connection (what a Kafka broker does); nothing of it reaches a log. A
+ * answered in order, as a Kafka broker does, except that a produce with acks -1 waiting for its
+ * flush or its high watermark does not hold up the produce requests after it: they are appended
+ * meanwhile and their responses queued behind its (at most {@link maxQueuedResponses}); any
+ * other request waits until every response before it is written. A request klog cannot decode,
+ * or an API or version it does not serve, closes the connection (what a Kafka broker does); nothing of it reaches a log. A
  * connection that completes no request for `connections.max.idle.ms` is closed. The bytes of
  * a fetch answer held in the listener's fetch memory (`kafka.fetch.memory.bytes`) are released
  * when the response has left the socket's buffer (its write callback), or when the request
@@ -22,7 +22,10 @@ import { HeldBytes, type RequestMemory } from '../request-memory.js';
 import { LaterResponse, type KafkaContext, type KafkaListenerContext } from './context.js';
 import { routeKafkaRequest } from './router.js';
 
-/** Most responses queued behind one still to come (a produce waiting for its flush) before the connection stops handling requests until they are written. */
+/**
+ * Most responses queued behind one still to come (a produce waiting for its flush or high
+ * watermark) before the connection stops handling requests until they are written.
+ */
 const maxQueuedResponses = 64;
 
 /**
@@ -102,8 +105,8 @@ export class KafkaConnection implements LimitedConnection {
 
   /**
    * Since when (ms since the epoch) the connection has completed no request, or undefined while
-   * it handles one or an answer waits to be written (an acks -1 produce to a paper topic waiting
-   * for its flush): such a connection is not idle, however long the wait.
+   * it handles one or an answer waits to be written (an acks -1 produce waiting for its flush or
+   * its high watermark): such a connection is not idle, however long the wait.
    */
   get idleSinceMs(): number | undefined {
     return this.busy || this.queued.waiting > 0 ? undefined : this.lastRequestMs;

@@ -25,8 +25,8 @@ export interface KafkaContext {
 export type KafkaListenerContext = Omit<KafkaContext, 'held'>;
 
 /**
- * A response that waits on something other than the connection's next request (a produce's
- * flush, acks -1): its request's effects are done (the sets appended), so the connection goes on
+ * A response that waits on something other than the connection's next request (a produce with
+ * acks -1: a paper topic's flush, a replicated topic's high watermark): its request's effects are done (the sets appended), so the connection goes on
  * reading and handling the requests after it meanwhile, and writes every response in the order
  * of its request (docs/kafka-protocol.md, "Messages"). `response` rejects as the handler would
  * have thrown.

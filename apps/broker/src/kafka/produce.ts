@@ -36,7 +36,8 @@ function handledLater<T>(p: Promise<T>): Promise<T> {
 }
 
 /**
- * Handles a Produce request: every set appended (or refused) before it returns.
+ * Handles a Produce request: every set appended (or refused) before it returns; with acks 1
+ * answered then.
  * @returns the framed response; for acks -1 the response once the sets are flushed (a paper
  *   topic's) and the high watermark has reached them (a replicated topic's), as a
  *   {@link LaterResponse}: the connection handles the next requests meanwhile; undefined for acks 0
@@ -59,8 +60,10 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
       if (k.broker.replicas.isReplicatedTopic(t.name)) {
         const i = partitions.length;
         partitions.push({ partition: p.partition, errorCode: KafkaErrorCode.UnknownServerError, baseOffset: -1 });
+        // Handled now: awaited only once the loop is done (neither rejects today; a bug must not
+        // become an unhandled rejection that ends the broker).
         const started = startProduceToReplica(k, t.name, p.partition, p.records, acks === -1);
-        replicated.push(started.then(({ answer }) => void acked.push(answer.then((a) => void (partitions[i] = a)))));
+        replicated.push(handledLater(started.then(({ answer }) => void acked.push(handledLater(answer.then((a) => void (partitions[i] = a)))))));
         continue;
       }
       const local = await localLog(k, t.name, p.partition, true);
@@ -85,7 +88,8 @@ export async function handleKafkaProduce(k: KafkaContext, h: RequestHeader, r: K
   }
   await Promise.all(replicated); // in this request's turn: a later request's sets land after these
   if (acks === 0) return undefined;
-  if (acked.length === 0) return encodeProduceResponse(h.correlationId, h.apiVersion, topics);
+  if (acks !== -1) await Promise.all(acked); // a replicated set's acks 1: met by its append
+  if (acks !== -1 || acked.length === 0) return encodeProduceResponse(h.correlationId, h.apiVersion, topics);
   return new LaterResponse(Promise.all(acked).then(() => encodeProduceResponse(h.correlationId, h.apiVersion, topics)));
 }
 

@@ -30,7 +30,7 @@ const handlers = new Map<number, Handler>([
 /**
  * Answers one request.
  * @returns the framed response (one buffer, or parts to send in order), one still to come
- *   ({@link LaterResponse}: a Produce waiting for its flush), or undefined when there is none
+ *   ({@link LaterResponse}: a Produce with acks -1 waiting for its flush or high watermark), or undefined when there is none
  *   (Produce with acks 0)
  * @throws KafkaProtocolError when the request cannot be answered (an API or version klog does
  *   not serve, bytes that are not the layout): Kafka brokers close the connection then
