@@ -10,17 +10,16 @@ import { AckLevel, Decoder, decodeProduceAckResponse, encodeMessageSet, encodePr
 import type { KafkaWire } from './wire.js';
 
 /** Produce v2 of `values` to one partition: its error code and base offset. */
-export async function produce(
-  w: KafkaWire,
-  topic: string,
-  partition: number,
-  acks: number,
-  values: readonly string[],
-): Promise<{ error: number; offset: number }> {
+export function produce(w: KafkaWire, topic: string, partition: number, acks: number, values: readonly string[]): Promise<{ error: number; offset: number }> {
   const set = encodeKafkaMessageSet(
     values.map((v) => ({ key: null, value: Buffer.from(v), timestamp: Date.now() })),
     1,
   );
+  return produceSet(w, topic, partition, acks, set);
+}
+
+/** Produce v2 of the Kafka message set `set` (gzip wrappers too) to one partition: its error code and base offset. */
+export async function produceSet(w: KafkaWire, topic: string, partition: number, acks: number, set: Buffer): Promise<{ error: number; offset: number }> {
   const r = await w.call(ApiKey.Produce, 2, (w) =>
     w
       .int16(acks)
