@@ -243,7 +243,7 @@ function kafkaProduce(port: number, acks: number, topics: string[]): Promise<Buf
  * Makes every fdatasync of process `pid` fail with EIO, or with `delayMs` wait `delayMs` ms
  * before it runs (strace attached to it), until the returned function is called.
  */
-async function failFdatasyncs(pid: number, delayMs?: number): Promise<() => Promise<void>> {
+async function faultFdatasyncs(pid: number, delayMs?: number): Promise<() => Promise<void>> {
   const fault = delayMs === undefined ? 'error=EIO' : `delay_enter=${delayMs * 1000}`;
   const inject = ['-e', 'trace=fdatasync', '-e', `inject=fdatasync:${fault}`];
   const strace = spawn('strace', ['-f', '-qq', '-o', '/dev/null', ...inject, '-p', String(pid)], { stdio: 'ignore' });
@@ -261,7 +261,7 @@ describe('a flush that fails under a produce', () => {
     const b = await boot([]);
     const c = await WireClient.connect(b.port);
     expect((await produce(c, 'synced', [Buffer.from('v')], AckLevel.Flushed)).errorCode).toBe(ErrorCode.None);
-    const stop = await failFdatasyncs(b.proc.pid!);
+    const stop = await faultFdatasyncs(b.proc.pid!);
     const messages = encodeMessageSet([Buffer.from('v')]);
     const r = await c.request(encodeProduceAckRequest({ acks: AckLevel.Flushed, partitions: ['synced', 'fresh'].map((topic) => ({ topic, partition: 0, messages })) }));
     expect(r.code).toBe(ErrorCode.None);
@@ -277,7 +277,7 @@ describe('a flush that fails under a produce', () => {
     const b = await boot(['--kafka-port', '0']);
     const kafkaPort = b.logs.find((l) => l.msg === 'broker listening')!.kafkaPort as number;
     expect(await kafkaProduce(kafkaPort, 1, ['synced'])).toBeDefined();
-    const stop = await failFdatasyncs(b.proc.pid!);
+    const stop = await faultFdatasyncs(b.proc.pid!);
     // `synced` is appended and its flush fails while the request waits for `fresh` to be created.
     expect(await kafkaProduce(kafkaPort, -1, ['synced', 'fresh'])).toBeUndefined();
     await stop();
@@ -294,7 +294,7 @@ describe('a flush slower than connections.max.idle.ms', () => {
     const c = await WireClient.connect(b.port);
     expect((await produce(c, 'slow', [Buffer.from('v')], AckLevel.Flushed)).errorCode).toBe(ErrorCode.None);
     expect(await kafkaProduce(kafkaPort, 1, ['slow-kafka'])).toBeDefined();
-    const stop = await failFdatasyncs(b.proc.pid!, 2500);
+    const stop = await faultFdatasyncs(b.proc.pid!, 2500);
     try {
       const started = Date.now();
       const [klogAnswer, kafkaAnswer] = await Promise.all([produce(c, 'slow', [Buffer.from('w')], AckLevel.Flushed), kafkaProduce(kafkaPort, -1, ['slow-kafka'])]);
