@@ -7,9 +7,9 @@
  * flush or its high watermark does not hold up the produce requests after it: they are appended
  * meanwhile and their responses queued behind its (at most {@link maxQueuedResponses}); any
  * other request waits until every response before it is written. A request klog cannot decode,
- * or an API or version it does not serve, closes the connection (what a Kafka broker does); nothing of it reaches a log. A
- * connection that completes no request for `connections.max.idle.ms` is closed. The bytes of
- * a fetch answer held in the listener's fetch memory (`kafka.fetch.memory.bytes`) are released
+ * or an API or version it does not serve, closes the connection (what a Kafka broker does);
+ * nothing of it reaches a log. A connection that completes no request for
+ * `connections.max.idle.ms` is closed. The bytes of a fetch answer held in the listener's fetch memory (`kafka.fetch.memory.bytes`) are released
  * when the response has left the socket's buffer (its write callback), or when the request
  * fails or the socket closes.
  */
